@@ -1,0 +1,41 @@
+/* Which kernel clears what: chosen once from the CPU and the options, or
+ * forced by HUGEZERO_CLEAR / hz_clear_set_kernel. */
+#ifndef HZ_CLEAR_POLICY_H
+#define HZ_CLEAR_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kernel.h"
+
+struct hz_clear_policy {
+	const struct hz_clear_kernel *cached; /* passes < nt_min, neighbourhood */
+	const struct hz_clear_kernel *nt;     /* passes >= nt_min */
+	size_t nt_min;                        /* HUGEZERO_CLEAR_NT_MIN */
+	unsigned radius;                      /* HUGEZERO_CLEAR_RADIUS, pages */
+	bool forced;                          /* one kernel for everything */
+};
+
+/* A snapshot of the current policy, computed on first use. */
+void hz_clear_policy_load(struct hz_clear_policy *out);
+
+/* The kernel for one pass of len bytes under policy p. */
+static inline const struct hz_clear_kernel *
+hz_clear_policy_pick(const struct hz_clear_policy *p, size_t len)
+{
+	return len >= p->nt_min ? p->nt : p->cached;
+}
+
+/* Force a kernel by name, or NULL/"auto" for the automatic choice.
+ * Returns 0, -EINVAL (unknown name) or -ENOTSUP (not runnable here). */
+int hz_clear_policy_force(const char *name);
+
+/* Recompute from the options (tests, after hz_options_reload). */
+void hz_clear_policy_reset(void);
+
+const struct hz_clear_kernel *hz_clear_kernel_find(const char *name);
+
+/* NULL when k runs here, else the reason it does not. */
+const char *hz_clear_kernel_missing(const struct hz_clear_kernel *k);
+
+#endif /* HZ_CLEAR_POLICY_H */

@@ -1,0 +1,67 @@
+/* One body for the AVX2 and AVX-512 kernels, which differ only in vector
+ * width (dav1d's template style). The including file defines:
+ *   VEC               vector width in bytes (32 or 64)
+ *   VEC_T             the vector type
+ *   VEC_ZERO()        a zero vector
+ *   VEC_STOREU/STORE/STREAM(ptr, v)  unaligned, aligned, non-temporal store
+ *   VEC_TARGET        the gcc/clang target string
+ *   KERNEL_TEMPORAL, KERNEL_NT       the function names */
+#include <stdint.h>
+#include <string.h>
+
+#include "../range.h"
+#include "kernel.h"
+
+#define LINE 64
+
+__attribute__((target(VEC_TARGET))) void KERNEL_TEMPORAL(void *dst, size_t len)
+{
+	const VEC_T zero = VEC_ZERO();
+	char *p = dst;
+	char *end = p + len;
+	char *a;
+
+	if (len < 2 * VEC) {
+		memset(dst, 0, len);
+		return;
+	}
+	/* Unaligned head and tail stores overlap the aligned body. */
+	VEC_STOREU((VEC_T *)p, zero);
+	VEC_STOREU((VEC_T *)(end - VEC), zero);
+	a = (char *)hz_align_up((uintptr_t)p, VEC);
+	for (; a + 4 * VEC <= end; a += 4 * VEC) {
+		VEC_STORE((VEC_T *)a, zero);
+		VEC_STORE((VEC_T *)(a + VEC), zero);
+		VEC_STORE((VEC_T *)(a + 2 * VEC), zero);
+		VEC_STORE((VEC_T *)(a + 3 * VEC), zero);
+	}
+	for (; a + VEC <= end; a += VEC)
+		VEC_STORE((VEC_T *)a, zero);
+}
+
+__attribute__((target(VEC_TARGET))) void KERNEL_NT(void *dst, size_t len)
+{
+	const VEC_T zero = VEC_ZERO();
+	char *p = dst;
+	char *end = p + len;
+	char *a;
+
+	if (len < 4 * VEC) {
+		memset(dst, 0, len);
+		return;
+	}
+	/* Cached stores for the partial first line and the tail; the body
+	 * streams whole 64-byte lines so write-combining fills them. */
+	for (size_t off = 0; off < LINE; off += VEC)
+		VEC_STOREU((VEC_T *)(p + off), zero);
+	VEC_STOREU((VEC_T *)(end - VEC), zero);
+	a = (char *)hz_align_up((uintptr_t)p, LINE);
+	for (; a + 4 * VEC <= end; a += 4 * VEC) {
+		VEC_STREAM((VEC_T *)a, zero);
+		VEC_STREAM((VEC_T *)(a + VEC), zero);
+		VEC_STREAM((VEC_T *)(a + 2 * VEC), zero);
+		VEC_STREAM((VEC_T *)(a + 3 * VEC), zero);
+	}
+	for (; a + VEC <= end; a += VEC)
+		VEC_STREAM((VEC_T *)a, zero);
+}

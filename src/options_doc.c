@@ -1,0 +1,32 @@
+/* The options table rendered as documentation, so the README and the man
+ * page are generated from options.def and cannot drift from it. */
+#include <stdio.h>
+
+#include "options.h"
+#include "options_doc.h"
+
+static size_t append(char *buf, size_t size, size_t used, const char *text)
+{
+	int n = snprintf(used < size ? buf + used : NULL,
+			 used < size ? size - used : 0, "%s", text);
+
+	return used + (n > 0 ? (size_t)n : 0);
+}
+
+size_t hz_options_markdown(char *buf, size_t size)
+{
+	char row[512];
+	size_t used = 0;
+
+	used = append(buf, size, used,
+		      "| variable | default | valid values | what it does |\n"
+		      "|---|---|---|---|\n");
+	for (unsigned id = 0; id < HZ_OPT_COUNT; id++) {
+		const struct hz_option_desc *d = hz_option_desc((enum hz_option_id)id);
+
+		snprintf(row, sizeof(row), "| `%s` | `%s` | %s | %s |\n", d->env,
+			 d->def, d->choices, d->doc);
+		used = append(buf, size, used, row);
+	}
+	return used;
+}

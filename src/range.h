@@ -1,0 +1,67 @@
+/* Half-open address ranges [start, end) and the arithmetic on them.
+ *
+ * Every piece of index arithmetic that clamps, aligns or splits a range
+ * (neighbourhood-last clearing, chunk alignment, mapping clamps) goes through
+ * these helpers, so the edge cases are solved and tested once. */
+#ifndef HZ_RANGE_H
+#define HZ_RANGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct hz_range {
+	uintptr_t start;
+	uintptr_t end; /* one past the last byte; start <= end */
+};
+
+static inline struct hz_range hz_range_make(uintptr_t start, size_t len)
+{
+	return (struct hz_range){ start, start + len };
+}
+
+static inline size_t hz_range_len(struct hz_range r)
+{
+	return r.end - r.start;
+}
+
+static inline bool hz_range_empty(struct hz_range r)
+{
+	return r.end <= r.start;
+}
+
+static inline bool hz_range_contains(struct hz_range r, uintptr_t addr)
+{
+	return addr >= r.start && addr < r.end;
+}
+
+/* The part of r inside limit; empty (start == end) when they do not meet. */
+static inline struct hz_range hz_range_clamp(struct hz_range r,
+					     struct hz_range limit)
+{
+	uintptr_t start = r.start > limit.start ? r.start : limit.start;
+	uintptr_t end = r.end < limit.end ? r.end : limit.end;
+
+	if (end < start)
+		end = start;
+	return (struct hz_range){ start, end };
+}
+
+/* align must be a power of two. */
+static inline uintptr_t hz_align_down(uintptr_t x, size_t align)
+{
+	return x & ~(uintptr_t)(align - 1);
+}
+
+/* align must be a power of two; x + align - 1 must not overflow. */
+static inline uintptr_t hz_align_up(uintptr_t x, size_t align)
+{
+	return hz_align_down(x + align - 1, align);
+}
+
+static inline bool hz_is_pow2(size_t x)
+{
+	return x != 0 && (x & (x - 1)) == 0;
+}
+
+#endif /* HZ_RANGE_H */

@@ -1,0 +1,265 @@
+/* The options table: parsing, defaults, warnings for bad values, the
+ * HUGEZERO_CLEAR override, and the README's table kept in step. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <hugezero.h>
+
+#include "clear/policy.h"
+#include "options.h"
+#include "options_doc.h"
+
+/* Run fn with stderr captured into buf. */
+static void capture_stderr(void (*fn)(void), char *buf, size_t size)
+{
+	FILE *tmp = tmpfile();
+	int saved = dup(2);
+	size_t n;
+
+	assert_non_null(tmp);
+	assert_true(saved >= 0);
+	assert_true(dup2(fileno(tmp), 2) >= 0);
+	fn();
+	assert_true(dup2(saved, 2) >= 0);
+	close(saved);
+	rewind(tmp);
+	n = fread(buf, 1, size - 1, tmp);
+	buf[n] = '\0';
+	fclose(tmp);
+}
+
+static void reload(void)
+{
+	hz_options_reload();
+	hz_clear_policy_reset();
+}
+
+static int count_lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+static void parse(enum hz_option_id id, const char *text, int want_ret,
+		  uint64_t want)
+{
+	uint64_t v = 12345;
+	int ret = hz_option_parse(hz_option_desc(id), text, &v, NULL);
+
+	if (ret != want_ret)
+		fail_msg("%s=\"%s\": returned %d, expected %d",
+			 hz_option_desc(id)->env, text, ret, want_ret);
+	if (ret == 0 && v != want)
+		fail_msg("%s=\"%s\": parsed %llu, expected %llu",
+			 hz_option_desc(id)->env, text, (unsigned long long)v,
+			 (unsigned long long)want);
+}
+
+static void sizes_accept_suffixes_and_reject_garbage(void **state)
+{
+	(void)state;
+	parse(HZ_OPT_CLEAR_NT_MIN, "65536", 0, 65536);
+	parse(HZ_OPT_CLEAR_NT_MIN, "64K", 0, 65536);
+	parse(HZ_OPT_CLEAR_NT_MIN, "64k", 0, 65536);
+	parse(HZ_OPT_CLEAR_NT_MIN, "64KiB", 0, 65536);
+	parse(HZ_OPT_CLEAR_NT_MIN, "2M", 0, 2u << 20);
+	parse(HZ_OPT_CLEAR_NT_MIN, "1G", 0, 1u << 30);
+	parse(HZ_OPT_CLEAR_NT_MIN, "1T", 0, 1ULL << 40);
+	parse(HZ_OPT_CLEAR_NT_MIN, "", -EINVAL, 0);
+	parse(HZ_OPT_CLEAR_NT_MIN, "K", -EINVAL, 0);
+	parse(HZ_OPT_CLEAR_NT_MIN, "12Q", -EINVAL, 0);
+	parse(HZ_OPT_CLEAR_NT_MIN, "-1", -EINVAL, 0);
+	parse(HZ_OPT_CLEAR_NT_MIN, " 4K", -EINVAL, 0);
+	parse(HZ_OPT_CLEAR_NT_MIN, "2T", -ERANGE, 0);
+	parse(HZ_OPT_CLEAR_NT_MIN, "1024", -ERANGE, 0);
+	parse(HZ_OPT_CLEAR_NT_MIN, "99999999999999999999", -ERANGE, 0);
+	parse(HZ_OPT_CLEAR_NT_MIN, "99999999999G", -ERANGE, 0);
+}
+
+static void ints_respect_their_range(void **state)
+{
+	(void)state;
+	parse(HZ_OPT_CLEAR_RADIUS, "0", 0, 0);
+	parse(HZ_OPT_CLEAR_RADIUS, "64", 0, 64);
+	parse(HZ_OPT_CLEAR_RADIUS, "65", -ERANGE, 0);
+	parse(HZ_OPT_CLEAR_RADIUS, "2x", -EINVAL, 0);
+	parse(HZ_OPT_VERBOSE, "3", -ERANGE, 0);
+}
+
+static void every_default_in_the_table_is_valid(void **state)
+{
+	(void)state;
+	for (unsigned id = 0; id < HZ_OPT_COUNT; id++) {
+		const struct hz_option_desc *d = hz_option_desc((enum hz_option_id)id);
+		char name[HZ_OPTION_NAME_MAX];
+		uint64_t v;
+
+		assert_int_equal(hz_option_parse(d, d->def, &v, name), 0);
+		assert_true(strncmp(d->env, "HUGEZERO_", 9) == 0);
+		assert_true(strlen(d->doc) > 10);
+	}
+}
+
+static void bad_value_warns_once_and_uses_default(void **state)
+{
+	char out[2048];
+
+	(void)state;
+	setenv("HUGEZERO_CLEAR_NT_MIN", "lots", 1);
+	capture_stderr(reload, out, sizeof(out));
+	unsetenv("HUGEZERO_CLEAR_NT_MIN");
+	assert_non_null(strstr(out, "HUGEZERO_CLEAR_NT_MIN=lots"));
+	assert_non_null(strstr(out, "using the default 64K"));
+	assert_int_equal(count_lines(out), 1);
+	assert_int_equal(hz_option_u64(HZ_OPT_CLEAR_NT_MIN), 65536);
+	assert_int_equal(hz_option_source(HZ_OPT_CLEAR_NT_MIN), HZ_SRC_INVALID_ENV);
+	reload();
+	assert_int_equal(hz_option_source(HZ_OPT_CLEAR_NT_MIN), HZ_SRC_DEFAULT);
+}
+
+static void clear_override_forces_a_valid_kernel(void **state)
+{
+	char out[2048];
+
+	(void)state;
+	setenv("HUGEZERO_CLEAR", "memset", 1);
+	capture_stderr(reload, out, sizeof(out));
+	unsetenv("HUGEZERO_CLEAR");
+	assert_string_equal(out, "");
+	assert_string_equal(hz_clear_kernel_for(1), "memset");
+	assert_string_equal(hz_clear_kernel_for(1u << 30), "memset");
+	reload();
+}
+
+static void clear_override_unknown_name_warns_and_uses_auto(void **state)
+{
+	const char *auto_big, *auto_small;
+	char out[2048];
+
+	(void)state;
+	reload();
+	auto_big = hz_clear_kernel_for(1u << 30);
+	auto_small = hz_clear_kernel_for(1);
+	setenv("HUGEZERO_CLEAR", "turbo_zero", 1);
+	capture_stderr(reload, out, sizeof(out));
+	assert_non_null(strstr(out, "HUGEZERO_CLEAR=turbo_zero is not a clearing kernel"));
+	assert_non_null(strstr(out, "using auto"));
+	assert_int_equal(count_lines(out), 1);
+	assert_string_equal(hz_clear_kernel_for(1u << 30), auto_big);
+	assert_string_equal(hz_clear_kernel_for(1), auto_small);
+	/* Characters a kernel name cannot have: rejected by the option parser. */
+	setenv("HUGEZERO_CLEAR", "rep stosb; rm -rf /", 1);
+	capture_stderr(reload, out, sizeof(out));
+	assert_non_null(strstr(out, "HUGEZERO_CLEAR="));
+	assert_non_null(strstr(out, "using the default auto"));
+	assert_int_equal(count_lines(out), 1);
+	assert_string_equal(hz_clear_kernel_for(1u << 30), auto_big);
+	unsetenv("HUGEZERO_CLEAR");
+	reload();
+}
+
+static void clear_override_unsupported_kernel_warns_and_uses_auto(void **state)
+{
+	const char *unsupported = NULL, *why = NULL;
+	char out[2048];
+
+	(void)state;
+	for (unsigned i = 0; i < hz_clear_kernel_count() && !unsupported; i++)
+		if (!hz_clear_kernel_supported(i, &why))
+			unsupported = hz_clear_kernel_name(i);
+	if (unsupported == NULL) {
+		print_message("[  SKIP    ] this CPU runs every kernel; none to refuse\n");
+		skip();
+	}
+	setenv("HUGEZERO_CLEAR", unsupported, 1);
+	capture_stderr(reload, out, sizeof(out));
+	unsetenv("HUGEZERO_CLEAR");
+	assert_non_null(strstr(out, "cannot run here"));
+	assert_non_null(strstr(out, why));
+	assert_string_not_equal(hz_clear_kernel_for(1u << 30), unsupported);
+	reload();
+}
+
+static void nt_min_moves_the_switch_point(void **state)
+{
+	(void)state;
+	setenv("HUGEZERO_CLEAR_NT_MIN", "1M", 1);
+	reload();
+	unsetenv("HUGEZERO_CLEAR_NT_MIN");
+	assert_string_equal(hz_clear_kernel_for((1u << 20) - 1), hz_clear_kernel_for(1));
+	assert_string_equal(hz_clear_kernel_for(1u << 20), hz_clear_kernel_for(1u << 30));
+	reload();
+}
+
+static char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	long len;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	rewind(f);
+	buf = calloc(1, (size_t)len + 1);
+	if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	return buf;
+}
+
+static void options_table_matches_readme(void **state)
+{
+	const char *root = getenv("HZ_SOURCE_ROOT");
+	char path[4096], *readme, *table;
+	size_t len;
+
+	(void)state;
+	assert_non_null(root);
+	snprintf(path, sizeof(path), "%s/README.md", root);
+	readme = read_file(path);
+	assert_non_null(readme);
+	len = hz_options_markdown(NULL, 0);
+	table = malloc(len + 1);
+	assert_non_null(table);
+	hz_options_markdown(table, len + 1);
+	if (strstr(readme, table) == NULL)
+		fail_msg("README.md's option table differs from src/options.def; "
+			 "regenerate it with build/tools/options-doc. Expected:\n%s", table);
+	for (unsigned id = 0; id < HZ_OPT_COUNT; id++)
+		assert_non_null(strstr(readme, hz_option_desc((enum hz_option_id)id)->env));
+	free(table);
+	free(readme);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(sizes_accept_suffixes_and_reject_garbage),
+		cmocka_unit_test(ints_respect_their_range),
+		cmocka_unit_test(every_default_in_the_table_is_valid),
+		cmocka_unit_test(bad_value_warns_once_and_uses_default),
+		cmocka_unit_test(clear_override_forces_a_valid_kernel),
+		cmocka_unit_test(clear_override_unknown_name_warns_and_uses_auto),
+		cmocka_unit_test(clear_override_unsupported_kernel_warns_and_uses_auto),
+		cmocka_unit_test(nt_min_moves_the_switch_point),
+		cmocka_unit_test(options_table_matches_readme),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
