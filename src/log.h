@@ -17,6 +17,10 @@ void hz_log_set_level(int level);
 void hz_log(enum hz_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* A broken invariant (double free, wild pointer): one line, then stop the
+ * program deliberately, as glibc and musl do for a corrupted heap. */
+_Noreturn void hz_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #define hz_warn(...) hz_log(HZ_LOG_WARN, "warning: " __VA_ARGS__)
 #define hz_info(...) hz_log(HZ_LOG_INFO, __VA_ARGS__)
 #define hz_debug(...) hz_log(HZ_LOG_DEBUG, __VA_ARGS__)

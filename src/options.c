@@ -19,7 +19,7 @@ static const struct hz_option_desc descs[HZ_OPT_COUNT] = {
 
 struct option_value {
 	uint64_t num;
-	char name[HZ_OPTION_NAME_MAX];
+	char text[HZ_OPTION_TEXT_MAX];
 	enum hz_option_source source;
 };
 
@@ -123,11 +123,12 @@ static int parse_enum(const char *s, const char *choices, uint64_t *out)
 	return -EINVAL;
 }
 
-static int parse_name(const char *s, char *name_out)
+/* A kernel or mode name: letters, digits, '_' and '-'. */
+static int parse_name(const char *s, char *text_out)
 {
 	size_t len = strlen(s);
 
-	if (len == 0 || len >= HZ_OPTION_NAME_MAX)
+	if (len == 0 || len >= HZ_OPTION_TEXT_MAX)
 		return -EINVAL;
 	for (const char *p = s; *p; p++) {
 		bool ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
@@ -135,13 +136,28 @@ static int parse_name(const char *s, char *name_out)
 		if (!ok)
 			return -EINVAL;
 	}
-	if (name_out)
-		memcpy(name_out, s, len + 1);
+	if (text_out)
+		memcpy(text_out, s, len + 1);
+	return 0;
+}
+
+/* A file path: any printable text; empty means "none". */
+static int parse_path(const char *s, char *text_out)
+{
+	size_t len = strlen(s);
+
+	if (len >= HZ_OPTION_TEXT_MAX)
+		return -ERANGE;
+	for (const char *p = s; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return -EINVAL;
+	if (text_out)
+		memcpy(text_out, s, len + 1);
 	return 0;
 }
 
 int hz_option_parse(const struct hz_option_desc *desc, const char *text,
-		    uint64_t *out, char *name_out)
+		    uint64_t *out, char *text_out)
 {
 	uint64_t v = 0;
 	int ret;
@@ -160,7 +176,10 @@ int hz_option_parse(const struct hz_option_desc *desc, const char *text,
 		ret = parse_enum(text, desc->choices, &v);
 		break;
 	case HZ_OPT_NAME:
-		ret = parse_name(text, name_out);
+		ret = parse_name(text, text_out);
+		break;
+	case HZ_OPT_PATH:
+		ret = parse_path(text, text_out);
 		break;
 	default:
 		ret = -EINVAL;
@@ -182,16 +201,16 @@ static void load_one(enum hz_option_id id)
 	int ret;
 
 	/* Defaults in the table are valid by construction (tests check it). */
-	hz_option_parse(d, d->def, &val->num, val->name);
+	hz_option_parse(d, d->def, &val->num, val->text);
 	val->source = HZ_SRC_DEFAULT;
 	if (env == NULL)
 		return;
-	ret = hz_option_parse(d, env, &val->num, val->name);
+	ret = hz_option_parse(d, env, &val->num, val->text);
 	if (ret == 0) {
 		val->source = HZ_SRC_ENV;
 		return;
 	}
-	hz_option_parse(d, d->def, &val->num, val->name);
+	hz_option_parse(d, d->def, &val->num, val->text);
 	val->source = HZ_SRC_INVALID_ENV;
 	hz_warn("%s=%.64s is %s (valid: %s); using the default %s", d->env, env,
 		ret == -ERANGE ? "out of range" : "not valid", d->choices, d->def);
@@ -233,7 +252,7 @@ uint64_t hz_option_u64(enum hz_option_id id)
 const char *hz_option_str(enum hz_option_id id)
 {
 	ensure_loaded();
-	return values[id].name;
+	return values[id].text;
 }
 
 enum hz_option_source hz_option_source(enum hz_option_id id)

@@ -8,9 +8,10 @@
 
 #include <stdint.h>
 
-#define HZ_OPTION_NAME_MAX 64
+/* Longest NAME or PATH value, with its NUL. */
+#define HZ_OPTION_TEXT_MAX 256
 
-enum hz_option_type { HZ_OPT_SIZE, HZ_OPT_INT, HZ_OPT_BOOL, HZ_OPT_ENUM, HZ_OPT_NAME };
+enum hz_option_type { HZ_OPT_SIZE, HZ_OPT_INT, HZ_OPT_BOOL, HZ_OPT_ENUM, HZ_OPT_NAME, HZ_OPT_PATH };
 
 enum hz_option_id {
 #define HZ_OPTION(id, type, def, min, max, choices, doc) HZ_OPT_##id,
@@ -32,7 +33,8 @@ struct hz_option_desc {
 
 const struct hz_option_desc *hz_option_desc(enum hz_option_id id);
 
-/* The value of an option: SIZE/INT/BOOL/ENUM as a number, NAME as text. */
+/* The value of an option: SIZE/INT/BOOL/ENUM as a number, NAME/PATH as
+ * text. */
 uint64_t hz_option_u64(enum hz_option_id id);
 const char *hz_option_str(enum hz_option_id id);
 enum hz_option_source hz_option_source(enum hz_option_id id);
@@ -43,8 +45,9 @@ void hz_options_reload(void);
 
 /* Parse text as an option of desc's type into *out. Returns 0 or -EINVAL
  * (bad syntax, unknown choice) or -ERANGE (outside min..max). NAME options
- * are copied into name_out (HZ_OPTION_NAME_MAX bytes) when not NULL. */
+ * and PATH options are copied into text_out (HZ_OPTION_TEXT_MAX bytes) when
+ * not NULL. */
 int hz_option_parse(const struct hz_option_desc *desc, const char *text,
-		    uint64_t *out, char *name_out);
+		    uint64_t *out, char *text_out);
 
 #endif /* HZ_OPTIONS_H */

@@ -2,16 +2,52 @@
  * (system calls, /proc and /sys). Everything above calls these, so a test can
  * make any of them fail and a port needs to touch one folder.
  *
+ * System calls are made with syscall(2), never through the C library's
+ * wrappers, because the preload interposes mmap and friends: our own calls
+ * must never come back into our own symbols.
+ *
  * Functions return 0 (or a count) on success and a negative errno value on
  * failure, and never change errno. */
 #ifndef HZ_PRIM_H
 #define HZ_PRIM_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
-/* Write all of buf to fd, retrying on EINTR and short writes.
- * Returns 0 or a negative errno value. */
+/* Write all of buf to fd, retrying on EINTR and short writes. */
 int hz_prim_write_all(int fd, const void *buf, size_t len);
+
+int hz_prim_mmap(void *addr, size_t len, int prot, int flags, int fd,
+		 off_t off, void **out);
+int hz_prim_munmap(void *addr, size_t len);
+int hz_prim_mremap(void *old, size_t old_len, size_t new_len, int flags,
+		   void *new_addr, void **out);
+int hz_prim_madvise(void *addr, size_t len, int advice);
+int hz_prim_mprotect(void *addr, size_t len, int prot);
+
+/* Name an anonymous mapping in /proc/PID/maps ("[anon:name]"); kernels
+ * before 5.17 or without CONFIG_ANON_VMA_NAME return -EINVAL. */
+int hz_prim_name_mapping(void *addr, size_t len, const char *name);
+
+/* Read up to size - 1 bytes of a small /proc or /sys file into buf,
+ * NUL-terminated. Returns the length or a negative errno value. */
+ssize_t hz_prim_read_file(const char *path, char *buf, size_t size);
+
+/* Read a /proc or /sys file holding one unsigned number. */
+int hz_prim_read_u64(const char *path, uint64_t *out);
+
+/* Create a new file for writing: O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+ * mode 0600. Returns the fd or a negative errno value. */
+int hz_prim_create_file(const char *path);
+int hz_prim_close(int fd);
+
+/* RLIMIT_AS soft limit, or UINT64_MAX when unlimited. */
+uint64_t hz_prim_address_space_limit(void);
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t hz_prim_now_ns(void);
+
+pid_t hz_prim_getpid(void);
 
 #endif /* HZ_PRIM_H */

@@ -1,0 +1,231 @@
+/* Getting huge-page memory for a block. See backing.h.
+ *
+ * Blocks live inside the PROT_NONE reservation (blocks.c); backing a block
+ * means mapping read-write memory over its part of the reservation with
+ * MAP_FIXED, and releasing means putting the reservation back. */
+#include "backing.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "log.h"
+#include "options.h"
+#include "prim/prim.h"
+#include "stats.h"
+
+#ifndef MAP_HUGE_SHIFT
+#define MAP_HUGE_SHIFT 26
+#endif
+#define MAP_HUGE_2MB_FLAG (21 << MAP_HUGE_SHIFT)
+#define MAP_HUGE_1GB_FLAG (30 << MAP_HUGE_SHIFT)
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+#define SMALL_PAGE ((size_t)4096)
+
+enum { OPT_AUTO, OPT_HUGETLB1G, OPT_HUGETLB2M, OPT_THP, OPT_NONE };
+
+static const struct {
+	const char *dir; /* the pool's sysfs directory */
+	int flags;
+} pools[] = {
+	[HZ_BACKING_HUGETLB1G] = { "/sys/kernel/mm/hugepages/hugepages-1048576kB", MAP_HUGE_1GB_FLAG },
+	[HZ_BACKING_HUGETLB2M] = { "/sys/kernel/mm/hugepages/hugepages-2048kB", MAP_HUGE_2MB_FLAG },
+};
+
+size_t hz_backing_page(enum hz_backing b)
+{
+	switch (b) {
+	case HZ_BACKING_HUGETLB1G: return HZ_SIZE_1G;
+	case HZ_BACKING_HUGETLB2M: return HZ_SIZE_2M;
+	case HZ_BACKING_THP: return HZ_SIZE_2M;
+	default: return SMALL_PAGE;
+	}
+}
+
+/* Free pages of a hugetlb pool that no mapping has reserved yet. */
+static uint64_t pool_available(enum hz_backing b)
+{
+	char path[96];
+	uint64_t free_pages = 0, reserved = 0;
+
+	strcpy(path, pools[b].dir);
+	strcat(path, "/free_hugepages");
+	if (hz_prim_read_u64(path, &free_pages) != 0)
+		return 0;
+	strcpy(path, pools[b].dir);
+	strcat(path, "/resv_hugepages");
+	if (hz_prim_read_u64(path, &reserved) != 0)
+		reserved = 0;
+	return free_pages > reserved ? free_pages - reserved : 0;
+}
+
+static int pool_fits(enum hz_backing b, size_t len)
+{
+	size_t page = hz_backing_page(b);
+
+	return pool_available(b) >= (len + page - 1) / page;
+}
+
+/* THP is usable unless the system mode is "never". Read once: the library
+ * never changes sysfs and administrators rarely do while programs run. */
+static int thp_enabled(void)
+{
+	static int cached = -1;
+	int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+	char buf[128];
+
+	if (v < 0) {
+		v = hz_prim_read_file("/sys/kernel/mm/transparent_hugepage/enabled",
+				      buf, sizeof(buf)) > 0 &&
+		    strstr(buf, "[never]") == NULL;
+		__atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
+enum hz_backing hz_backing_first(size_t len)
+{
+	switch (hz_option_u64(HZ_OPT_BACKING)) {
+	case OPT_NONE:
+		return HZ_BACKING_SMALL;
+	case OPT_THP:
+		return HZ_BACKING_THP;
+	case OPT_HUGETLB2M:
+		return HZ_BACKING_HUGETLB2M;
+	case OPT_HUGETLB1G:
+		return HZ_BACKING_HUGETLB1G;
+	default:
+		/* auto: 1 GiB pages only for blocks that fill one and only when
+		 * the pool can hold them; otherwise let the 2 MiB pool decide. */
+		if (len >= HZ_SIZE_1G && pool_fits(HZ_BACKING_HUGETLB1G, len))
+			return HZ_BACKING_HUGETLB1G;
+		return HZ_BACKING_HUGETLB2M;
+	}
+}
+
+int hz_backing_reserve_fixed(uintptr_t start, size_t len)
+{
+	void *addr;
+
+	return hz_prim_mmap((void *)start, len, PROT_NONE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
+			    -1, 0, &addr);
+}
+
+int hz_backing_release(uintptr_t start, size_t len)
+{
+	return hz_backing_reserve_fixed(start, len);
+}
+
+static int map_fixed(uintptr_t start, size_t len, int extra_flags)
+{
+	void *addr;
+
+	return hz_prim_mmap((void *)start, len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | extra_flags,
+			    -1, 0, &addr);
+}
+
+/* hugetlb is never mapped MAP_NORESERVE: an empty pool must fail here, as
+ * an mmap error, and not later as a SIGBUS in the program. */
+static int map_hugetlb(enum hz_backing b, uintptr_t start, size_t len)
+{
+	int ret;
+
+	if (!pool_fits(b, len)) {
+		hz_stats_fallback(HZ_FB_POOL_EMPTY);
+		return -ENOMEM;
+	}
+	ret = map_fixed(start, len, MAP_HUGETLB | pools[b].flags);
+	if (ret != 0) {
+		/* Older kernels may have unmapped the reservation before
+		 * failing: put it back. */
+		hz_backing_reserve_fixed(start, len);
+		hz_stats_fallback(HZ_FB_HUGETLB_FAILED);
+		hz_debug("hugetlb %s mmap of %zu bytes failed (%d); falling back",
+			 hz_backing_name(b), len, ret);
+	}
+	return ret;
+}
+
+/* Map 4 KiB or THP memory. Returns the backing actually obtained. */
+static int map_small_or_thp(uintptr_t start, size_t len, enum hz_backing want,
+			    enum hz_backing *got)
+{
+	int ret = map_fixed(start, len, 0);
+
+	if (ret != 0) {
+		hz_backing_reserve_fixed(start, len);
+		return ret;
+	}
+	*got = HZ_BACKING_SMALL;
+	if (want == HZ_BACKING_THP) {
+		/* MADV_HUGEPAGE fails with EINVAL when the process disabled THP
+		 * with PR_SET_THP_DISABLE. */
+		if (thp_enabled() &&
+		    hz_prim_madvise((void *)start, len, MADV_HUGEPAGE) == 0)
+			*got = HZ_BACKING_THP;
+		else
+			hz_stats_fallback(HZ_FB_THP_UNAVAILABLE);
+	} else {
+		/* Under THP "always", 4 KiB was asked for explicitly. */
+		hz_prim_madvise((void *)start, len, MADV_NOHUGEPAGE);
+	}
+	return 0;
+}
+
+static void populate(uintptr_t start, size_t len, enum hz_backing b)
+{
+	size_t step = hz_backing_page(b);
+
+	if (hz_prim_madvise((void *)start, len, MADV_POPULATE_WRITE) != -EINVAL)
+		return;
+	/* Kernels before 5.14: one write per page. The memory is fresh, so
+	 * writing zero changes nothing but residency. */
+	for (size_t off = 0; off < len; off += step)
+		*(volatile char *)(start + off) = 0;
+}
+
+static void name_mapping(uintptr_t start, size_t len, enum hz_backing b)
+{
+	static const char *const names[HZ_BACKING_COUNT] = {
+		[HZ_BACKING_THP] = "hugezero-thp",
+		[HZ_BACKING_SMALL] = "hugezero-4k",
+	};
+
+	/* hugetlb mappings cannot be named; /proc/PID/smaps shows them as
+	 * Private_Hugetlb inside our range. */
+	if (names[b])
+		hz_prim_name_mapping((void *)start, len, names[b]);
+}
+
+int hz_backing_map(uintptr_t start, size_t len, enum hz_backing want,
+		   enum hz_backing *got)
+{
+	int ret = -ENOMEM;
+
+	for (enum hz_backing b = want; b < HZ_BACKING_COUNT; b++) {
+		if (b <= HZ_BACKING_HUGETLB2M) {
+			if ((start | len) & (hz_backing_page(b) - 1))
+				continue;
+			ret = map_hugetlb(b, start, len);
+			if (ret != 0)
+				continue;
+			*got = b;
+		} else {
+			ret = map_small_or_thp(start, len, b, got);
+			if (ret != 0)
+				break;
+		}
+		hz_stats_add(blocks[*got], 1);
+		hz_stats_add(bytes[*got], len);
+		name_mapping(start, len, *got);
+		if (hz_option_u64(HZ_OPT_POPULATE))
+			populate(start, len, *got);
+		return 0;
+	}
+	return ret;
+}

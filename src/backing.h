@@ -1,0 +1,42 @@
+/* Huge-page backing for a range of the reservation: hugetlb 1 GiB, hugetlb
+ * 2 MiB, THP or 4 KiB pages, in HUGEZERO_BACKING's order with fallback. */
+#ifndef HZ_BACKING_H
+#define HZ_BACKING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum hz_backing {
+	HZ_BACKING_HUGETLB1G,
+	HZ_BACKING_HUGETLB2M,
+	HZ_BACKING_THP,
+	HZ_BACKING_SMALL, /* 4 KiB pages */
+	HZ_BACKING_COUNT
+};
+
+#define HZ_SIZE_2M ((size_t)2 << 20)
+#define HZ_SIZE_1G ((size_t)1 << 30)
+
+/* Page size of a backing. */
+size_t hz_backing_page(enum hz_backing b);
+
+/* The largest page size worth trying for a block of len bytes, given the
+ * option and the free hugetlb pages. The caller aligns and rounds the block
+ * to hz_backing_page() of the result. */
+enum hz_backing hz_backing_first(size_t len);
+
+/* Map [start, start + len) read-write over the reservation, trying want and
+ * then each smaller backing. start and len are multiples of want's page.
+ * The memory is zero. Returns 0 and the backing used, or a negative errno
+ * value with the reservation intact. */
+int hz_backing_map(uintptr_t start, size_t len, enum hz_backing want,
+		   enum hz_backing *got);
+
+/* Give [start, start + len) back to the reservation (PROT_NONE,
+ * MAP_NORESERVE), releasing its memory. */
+int hz_backing_release(uintptr_t start, size_t len);
+
+/* Turn an ordinary anonymous range into reservation (PROT_NONE). */
+int hz_backing_reserve_fixed(uintptr_t start, size_t len);
+
+#endif /* HZ_BACKING_H */

@@ -1,0 +1,393 @@
+/* Large blocks carved from the reservation. See blocks.h.
+ *
+ * The lock protects the granule bitmap and the metadata table; system calls
+ * (mapping, releasing) run outside it, on granules already claimed, so
+ * threads allocating large blocks do not wait for each other's mmap. */
+#include "blocks.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "backing.h"
+#include "lock.h"
+#include "log.h"
+#include "options.h"
+#include "prim/prim.h"
+#include "range.h"
+#include "stats.h"
+
+struct block_meta {
+	uint32_t granules; /* size of the block; meaningful on its first granule */
+	uint8_t backing;   /* enum hz_backing of its first mapping */
+	uint8_t live;      /* 1 while allocated; set on the first granule only */
+};
+
+struct hz_reservation hz_reservation;
+
+static struct hz_lock lock = HZ_LOCK_INIT;
+static bool fork_lock_skipped;
+static uint64_t *used;           /* one bit per granule: 1 = claimed */
+static struct block_meta *meta;  /* one entry per granule */
+static size_t granule_count;
+
+static size_t index_of(uintptr_t a)
+{
+	return (a - hz_reservation.start) / HZ_GRANULE;
+}
+
+static uintptr_t addr_of(size_t index)
+{
+	return hz_reservation.start + index * HZ_GRANULE;
+}
+
+/* ---- granule bitmap (callers hold the lock) ---- */
+
+static void mark(size_t first, size_t n, bool taken)
+{
+	for (size_t i = first; i < first + n; i++) {
+		uint64_t bit = 1ULL << (i % 64);
+
+		if (taken)
+			used[i / 64] |= bit;
+		else
+			used[i / 64] &= ~bit;
+	}
+}
+
+/* First claimed granule in [from, to), or to. */
+static size_t next_used(size_t from, size_t to)
+{
+	while (from < to) {
+		uint64_t bits = used[from / 64] >> (from % 64);
+
+		if (bits) {
+			size_t i = from + (size_t)__builtin_ctzll(bits);
+
+			return i < to ? i : to;
+		}
+		from = (from / 64 + 1) * 64;
+	}
+	return to;
+}
+
+/* First fit of n granules starting on a multiple of align granules (the
+ * reservation starts on a 1 GiB boundary, so index alignment is address
+ * alignment). */
+static int claim(size_t n, size_t align, size_t *first)
+{
+	size_t i = 0;
+
+	while (true) {
+		size_t hit;
+
+		i = hz_align_up(i, align);
+		if (i > granule_count || n > granule_count - i)
+			return -ENOMEM;
+		hit = next_used(i, i + n);
+		if (hit == i + n) {
+			mark(i, n, true);
+			*first = i;
+			return 0;
+		}
+		i = hit + 1;
+	}
+}
+
+static void unclaim(size_t first, size_t n)
+{
+	hz_lock(&lock);
+	mark(first, n, false);
+	hz_unlock(&lock);
+}
+
+/* ---- set-up ---- */
+
+static size_t reservation_size(void)
+{
+	uint64_t size = hz_option_u64(HZ_OPT_RESERVE);
+	uint64_t limit = hz_prim_address_space_limit();
+
+	/* Leave the program at least half of what RLIMIT_AS allows. */
+	if (limit != UINT64_MAX && size > limit / 2)
+		size = hz_align_down(limit / 2, HZ_ALIGN_MAX);
+	return (size_t)hz_align_down(size, HZ_ALIGN_MAX);
+}
+
+static int map_tables(size_t count)
+{
+	size_t meta_bytes = hz_align_up(count * sizeof(struct block_meta), 4096);
+	size_t map_bytes = hz_align_up((count + 63) / 64 * sizeof(uint64_t), 4096);
+	void *mem;
+	int ret;
+
+	/* Out of band, and never through malloc: we may be malloc. Pages are
+	 * touched only as granules are used. */
+	ret = hz_prim_mmap(NULL, meta_bytes + map_bytes, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &mem);
+	if (ret != 0)
+		return ret;
+	meta = mem;
+	used = (uint64_t *)((char *)mem + meta_bytes);
+	return 0;
+}
+
+int hz_blocks_init(void)
+{
+	size_t size = reservation_size();
+	uintptr_t raw, start;
+	void *mem;
+	int ret;
+
+	if (size < HZ_ALIGN_MAX)
+		return -ENOMEM;
+	/* Over-reserve by 1 GiB and trim, so the range is 1 GiB aligned and
+	 * any block alignment up to HZ_ALIGN_MAX is an index alignment. */
+	ret = hz_prim_mmap(NULL, size + HZ_ALIGN_MAX, PROT_NONE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &mem);
+	if (ret != 0)
+		return ret;
+	raw = (uintptr_t)mem;
+	start = hz_align_up(raw, HZ_ALIGN_MAX);
+	if (start > raw)
+		hz_prim_munmap(mem, start - raw);
+	if (raw + HZ_ALIGN_MAX > start)
+		hz_prim_munmap((void *)(start + size), raw + HZ_ALIGN_MAX - start);
+	granule_count = size / HZ_GRANULE;
+	ret = map_tables(granule_count);
+	if (ret != 0) {
+		hz_prim_munmap((void *)start, size);
+		return ret;
+	}
+	hz_prim_name_mapping((void *)start, size, "hugezero-reserve");
+	__atomic_store_n(&hz_reservation.start, start, __ATOMIC_RELAXED);
+	__atomic_store_n(&hz_reservation.end, start + size, __ATOMIC_RELEASE);
+	hz_info("reserved %zu GiB of address space at %p for large blocks",
+		size >> 30, (void *)start);
+	return 0;
+}
+
+/* ---- blocks ---- */
+
+/* The metadata of the live block starting at p; stops the program when p
+ * is not one (double free, or a pointer into the middle of a block). */
+static struct block_meta *live_block(const void *p, const char *what)
+{
+	uintptr_t a = (uintptr_t)p;
+	struct block_meta *m;
+
+	if ((a - hz_reservation.start) % HZ_GRANULE == 0) {
+		m = &meta[index_of(a)];
+		if (__atomic_load_n(&m->live, __ATOMIC_ACQUIRE))
+			return m;
+	}
+	hz_fatal("%s(%p): not a live hugezero block (double free or invalid pointer)",
+		 what, p);
+}
+
+/* Round size up to whole pages of the block's backing, failing on
+ * overflow. */
+static int block_len(size_t size, size_t page, size_t *len)
+{
+	if (size > hz_reservation.end - hz_reservation.start)
+		return -ENOMEM;
+	*len = hz_align_up(size == 0 ? 1 : size, page);
+	return 0;
+}
+
+static size_t unit_of(enum hz_backing b)
+{
+	size_t page = hz_backing_page(b);
+
+	return page > HZ_GRANULE ? page : HZ_GRANULE;
+}
+
+int hz_blocks_alloc(size_t size, size_t align, void **out)
+{
+	enum hz_backing want = hz_backing_first(size);
+	size_t unit = unit_of(want);
+	size_t len, first;
+	enum hz_backing got;
+	int ret;
+
+	if (block_len(size, unit, &len) != 0 || align > HZ_ALIGN_MAX)
+		return -ENOMEM;
+	if (align < unit)
+		align = unit;
+	hz_lock(&lock);
+	ret = claim(len / HZ_GRANULE, align / HZ_GRANULE, &first);
+	hz_unlock(&lock);
+	if (ret != 0) {
+		hz_stats_fallback(HZ_FB_RESERVE_FULL);
+		return ret;
+	}
+	ret = hz_backing_map(addr_of(first), len, want, &got);
+	if (ret != 0) {
+		unclaim(first, len / HZ_GRANULE);
+		hz_stats_fallback(HZ_FB_MAP_FAILED);
+		return -ENOMEM;
+	}
+	meta[first].granules = (uint32_t)(len / HZ_GRANULE);
+	meta[first].backing = (uint8_t)got;
+	__atomic_store_n(&meta[first].live, 1, __ATOMIC_RELEASE);
+	hz_stats_live((int64_t)len);
+	*out = (void *)addr_of(first);
+	return 0;
+}
+
+/* Give [start, start + len) back to the reservation and its granules back
+ * to the bitmap. If the kernel refuses (vm.max_map_count reached), drop the
+ * memory but keep the granules claimed: reusing them could map over a
+ * mapping the kernel placed in a hole. */
+static void release(uintptr_t start, size_t len)
+{
+	if (hz_backing_release(start, len) != 0) {
+		hz_prim_madvise((void *)start, len, MADV_DONTNEED);
+		hz_debug("could not return %zu bytes at %p to the reservation; "
+			 "their address space stays unused", len, (void *)start);
+		return;
+	}
+	unclaim(index_of(start), len / HZ_GRANULE);
+}
+
+void hz_blocks_free(void *p)
+{
+	struct block_meta *m = live_block(p, "free");
+	size_t len = (size_t)m->granules * HZ_GRANULE;
+
+	if (!__atomic_exchange_n(&m->live, 0, __ATOMIC_ACQ_REL))
+		hz_fatal("free(%p): hugezero block freed twice at once", p);
+	hz_stats_live(-(int64_t)len);
+	release((uintptr_t)p, len);
+}
+
+size_t hz_blocks_usable(const void *p)
+{
+	return (size_t)live_block(p, "malloc_usable_size")->granules * HZ_GRANULE;
+}
+
+/* Claim the granules right after the block and back them. */
+static int grow_in_place(size_t first, size_t old_g, size_t new_g,
+			 enum hz_backing backing)
+{
+	enum hz_backing got;
+	int ret = -ENOMEM;
+
+	hz_lock(&lock);
+	if (first + new_g <= granule_count &&
+	    next_used(first + old_g, first + new_g) == first + new_g) {
+		mark(first + old_g, new_g - old_g, true);
+		ret = 0;
+	}
+	hz_unlock(&lock);
+	if (ret != 0)
+		return ret;
+	ret = hz_backing_map(addr_of(first + old_g), (new_g - old_g) * HZ_GRANULE,
+			     backing, &got);
+	if (ret != 0)
+		unclaim(first + old_g, new_g - old_g);
+	return ret;
+}
+
+/* Move the block's page tables to a new, larger place in the reservation. */
+static int move_block(size_t first, size_t old_g, size_t new_g, size_t unit,
+		      uintptr_t *new_start)
+{
+	uintptr_t start = addr_of(first);
+	size_t to;
+	void *moved;
+	int ret;
+
+	hz_lock(&lock);
+	ret = claim(new_g, unit / HZ_GRANULE, &to);
+	hz_unlock(&lock);
+	if (ret != 0)
+		return ret;
+	ret = hz_prim_mremap((void *)start, old_g * HZ_GRANULE, new_g * HZ_GRANULE,
+			     MREMAP_MAYMOVE | MREMAP_FIXED, (void *)addr_of(to), &moved);
+	if (ret != 0) {
+		unclaim(to, new_g);
+		return ret;
+	}
+	/* mremap left a hole where the block was: reserve it again. */
+	if (hz_backing_reserve_fixed(start, old_g * HZ_GRANULE) == 0)
+		unclaim(first, old_g);
+	*new_start = addr_of(to);
+	return 0;
+}
+
+/* Last resort when the page tables cannot move (mremap of hugetlb memory
+ * fails on older kernels): a new block and a copy. */
+static int copy_block(void *p, size_t size, size_t old_g, void **out)
+{
+	void *q;
+
+	if (hz_blocks_alloc(size, HZ_GRANULE, &q) != 0)
+		return -ENOMEM;
+	memcpy(q, p, old_g * HZ_GRANULE);
+	hz_blocks_free(p);
+	hz_stats_add(realloc_copied, 1);
+	*out = q;
+	return 0;
+}
+
+int hz_blocks_resize(void *p, size_t size, void **out)
+{
+	struct block_meta *m = live_block(p, "realloc");
+	enum hz_backing backing = (enum hz_backing)m->backing;
+	size_t unit = unit_of(backing);
+	size_t first = index_of((uintptr_t)p);
+	size_t old_g = m->granules, new_g, len;
+	uintptr_t start = (uintptr_t)p;
+
+	if (block_len(size, unit, &len) != 0)
+		return -ENOMEM;
+	new_g = len / HZ_GRANULE;
+	if (new_g < old_g) {
+		/* Shrink: only the tail's memory goes back. */
+		if (hz_backing_release(start + len, (old_g - new_g) * HZ_GRANULE) == 0) {
+			unclaim(first + new_g, old_g - new_g);
+			m->granules = (uint32_t)new_g;
+			hz_stats_live(-(int64_t)((old_g - new_g) * HZ_GRANULE));
+		}
+		hz_stats_add(realloc_in_place, 1);
+	} else if (new_g > old_g) {
+		if (grow_in_place(first, old_g, new_g, backing) == 0) {
+			hz_stats_add(realloc_in_place, 1);
+		} else if (move_block(first, old_g, new_g, unit, &start) == 0) {
+			struct block_meta *n = &meta[index_of(start)];
+
+			n->backing = (uint8_t)backing;
+			__atomic_store_n(&m->live, 0, __ATOMIC_RELEASE);
+			m = n;
+			__atomic_store_n(&m->live, 1, __ATOMIC_RELEASE);
+			hz_stats_add(realloc_moved, 1);
+		} else {
+			return copy_block(p, size, old_g, out);
+		}
+		m->granules = (uint32_t)new_g;
+		hz_stats_live((int64_t)((new_g - old_g) * HZ_GRANULE));
+	}
+	*out = (void *)start;
+	return 0;
+}
+
+void hz_blocks_fork_prepare(void)
+{
+	/* fork from a signal handler that interrupted this thread inside the
+	 * lock: waiting would deadlock, so the child just resets it. */
+	fork_lock_skipped = hz_lock_held_here(&lock);
+	if (!fork_lock_skipped)
+		hz_lock(&lock);
+}
+
+void hz_blocks_fork_parent(void)
+{
+	if (!fork_lock_skipped)
+		hz_unlock(&lock);
+}
+
+void hz_blocks_fork_child(void)
+{
+	hz_lock_reset(&lock);
+}

@@ -1,0 +1,63 @@
+/* Large blocks: carved from one PROT_NONE reservation made at start-up, so
+ * that "is this pointer ours?" is a range check with no lock, and tracked in
+ * an out-of-band table indexed by 2 MiB granule, so a corrupted program heap
+ * cannot corrupt our metadata.
+ *
+ * Every block starts on a granule (2 MiB) boundary, or on a 1 GiB boundary
+ * when it is backed by 1 GiB pages or aligned that way, and its usable size
+ * is a whole number of granules. */
+#ifndef HZ_BLOCKS_H
+#define HZ_BLOCKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HZ_GRANULE ((size_t)2 << 20)
+/* Largest alignment served: 1 GiB, the largest huge page. */
+#define HZ_ALIGN_MAX ((size_t)1 << 30)
+
+struct hz_reservation {
+	uintptr_t start;
+	uintptr_t end;
+};
+
+/* Set once by hz_blocks_init, read without locks. */
+extern struct hz_reservation hz_reservation;
+
+/* Reserve the address space (HUGEZERO_RESERVE, at most half of RLIMIT_AS).
+ * Returns 0 or a negative errno value; on failure hugezero serves nothing. */
+int hz_blocks_init(void);
+
+static inline bool hz_blocks_owns(const void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+
+	return a >= __atomic_load_n(&hz_reservation.start, __ATOMIC_RELAXED) &&
+	       a < __atomic_load_n(&hz_reservation.end, __ATOMIC_RELAXED);
+}
+
+/* A new block of at least size bytes aligned to align (a power of two up to
+ * HZ_ALIGN_MAX). Fresh blocks are zero. Returns 0 or -ENOMEM. */
+int hz_blocks_alloc(size_t size, size_t align, void **out);
+
+/* Free a block. A pointer inside the reservation that is not a live block's
+ * start is a double free or a wild pointer: reported, then the program is
+ * stopped, as glibc does for a corrupted heap. */
+void hz_blocks_free(void *p);
+
+/* Resize a block to at least size bytes: in place when the granules after
+ * it are free (or when shrinking), else by moving its page tables with
+ * mremap. The contents up to min(old, new) size are kept. Returns 0 with
+ * *out set, or -ENOMEM with the block unchanged. */
+int hz_blocks_resize(void *p, size_t size, void **out);
+
+/* Usable bytes of a live block. */
+size_t hz_blocks_usable(const void *p);
+
+/* fork handlers: hold the lock across fork, reset it in the child. */
+void hz_blocks_fork_prepare(void);
+void hz_blocks_fork_parent(void);
+void hz_blocks_fork_child(void);
+
+#endif /* HZ_BLOCKS_H */

@@ -1,0 +1,201 @@
+/* The malloc family: large requests become hugezero blocks, everything else
+ * goes to the next allocator untouched. */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../blocks.h"
+#include "../range.h"
+#include "../stats.h"
+#include "preload.h"
+
+/* 4 KiB: valloc/pvalloc's page, as glibc uses on x86_64 and most arm64. */
+#define PAGE ((size_t)4096)
+
+static inline int is_large(size_t size)
+{
+	return size >= hz_preload_threshold &&
+	       __atomic_load_n(&hz_preload_active, __ATOMIC_RELAXED);
+}
+
+/* A hugezero block, or NULL when the reservation cannot serve it (then the
+ * caller asks the next allocator, so we are never worse than it). */
+static void *large_alloc(size_t size, size_t align)
+{
+	void *p;
+
+	if (hz_blocks_alloc(size, align, &p) != 0)
+		return NULL;
+	hz_stats_add(mallocs, 1);
+	return p;
+}
+
+HZ_PRIVATE_API void *hz_preload_malloc(hz_resolve_fn r, size_t size)
+{
+	void *p;
+
+	if (hz_preload_ready(r) && is_large(size) && (p = large_alloc(size, 0)))
+		return p;
+	return hz_next.malloc(size);
+}
+
+HZ_PRIVATE_API void hz_preload_free(hz_resolve_fn r, void *p)
+{
+	if (p == NULL || hz_boot_owns(p))
+		return;
+	if (hz_blocks_owns(p)) {
+		int saved = errno;
+
+		hz_blocks_free(p);
+		errno = saved;
+		return;
+	}
+	hz_preload_ready(r);
+	hz_next.free(p);
+}
+
+HZ_PRIVATE_API void *hz_preload_calloc(hz_resolve_fn r, size_t nmemb, size_t size)
+{
+	size_t total;
+	void *p;
+
+	if (__builtin_mul_overflow(nmemb, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (hz_preload_ready(r) && is_large(total) && (p = large_alloc(total, 0))) {
+		/* A new block comes straight from the kernel: already zero. */
+		hz_stats_add(callocs, 1);
+		hz_stats_add(calloc_bytes, total);
+		return p;
+	}
+	return hz_next.calloc(nmemb, size);
+}
+
+/* Move a block between hugezero and the next allocator, copying what both
+ * sizes hold. */
+static void *move_across(void *p, size_t old_size, size_t size, int to_large)
+{
+	void *q = to_large ? large_alloc(size, 0) : hz_next.malloc(size);
+
+	if (q == NULL)
+		return NULL;
+	memcpy(q, p, old_size < size ? old_size : size);
+	if (to_large)
+		hz_next.free(p);
+	else
+		hz_blocks_free(p);
+	return q;
+}
+
+HZ_PRIVATE_API void *hz_preload_realloc(hz_resolve_fn r, void *p, size_t size)
+{
+	void *q;
+
+	if (!hz_preload_ready(r))
+		return hz_next.realloc(p, size);
+	if (p == NULL)
+		return hz_preload_malloc(r, size);
+	if (hz_boot_owns(p)) {
+		q = hz_preload_malloc(r, size);
+		if (q)
+			memcpy(q, p, hz_boot_size(p) < size ? hz_boot_size(p) : size);
+		return q;
+	}
+	if (hz_blocks_owns(p)) {
+		if (size == 0) { /* glibc frees and returns NULL */
+			hz_preload_free(r, p);
+			return NULL;
+		}
+		if (size < hz_preload_threshold)
+			return move_across(p, hz_blocks_usable(p), size, 0);
+		if (hz_blocks_resize(p, size, &q) == 0)
+			return q;
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (size != 0 && is_large(size)) {
+		q = move_across(p, hz_next.malloc_usable_size(p), size, 1);
+		if (q)
+			return q;
+	}
+	return hz_next.realloc(p, size);
+}
+
+static int bad_alignment(size_t align)
+{
+	return !hz_is_pow2(align) || align % sizeof(void *) != 0;
+}
+
+HZ_PRIVATE_API int hz_preload_posix_memalign(hz_resolve_fn r, void **out,
+					     size_t align, size_t size)
+{
+	void *p;
+
+	if (bad_alignment(align))
+		return EINVAL;
+	if (hz_preload_ready(r) && is_large(size) && align <= HZ_ALIGN_MAX &&
+	    (p = large_alloc(size, align))) {
+		*out = p;
+		return 0;
+	}
+	return hz_next.posix_memalign(out, align, size);
+}
+
+/* memalign and aligned_alloc: glibc accepts any alignment and rounds it up
+ * to a power of two; that rounding is left to it for the odd cases. */
+static void *aligned_large(hz_resolve_fn r, size_t align, size_t size)
+{
+	if (hz_preload_ready(r) && is_large(size) && hz_is_pow2(align) &&
+	    align <= HZ_ALIGN_MAX)
+		return large_alloc(size, align);
+	return NULL;
+}
+
+HZ_PRIVATE_API void *hz_preload_aligned_alloc(hz_resolve_fn r, size_t align, size_t size)
+{
+	void *p = aligned_large(r, align, size);
+
+	return p ? p : hz_next.aligned_alloc(align, size);
+}
+
+HZ_PRIVATE_API void *hz_preload_memalign(hz_resolve_fn r, size_t align, size_t size)
+{
+	void *p = aligned_large(r, align, size);
+
+	return p ? p : hz_next.memalign(align, size);
+}
+
+HZ_PRIVATE_API void *hz_preload_valloc(hz_resolve_fn r, size_t size)
+{
+	void *p = aligned_large(r, PAGE, size);
+
+	return p ? p : hz_next.valloc(size);
+}
+
+HZ_PRIVATE_API void *hz_preload_pvalloc(hz_resolve_fn r, size_t size)
+{
+	void *p;
+
+	/* pvalloc rounds the size up to whole pages; blocks are whole
+	 * granules already. */
+	if (size > SIZE_MAX - PAGE) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	p = aligned_large(r, PAGE, hz_align_up(size, PAGE));
+	return p ? p : hz_next.pvalloc(size);
+}
+
+HZ_PRIVATE_API size_t hz_preload_malloc_usable_size(hz_resolve_fn r, void *p)
+{
+	if (p == NULL)
+		return 0;
+	if (hz_boot_owns(p))
+		return hz_boot_size(p);
+	if (hz_blocks_owns(p))
+		return hz_blocks_usable(p);
+	hz_preload_ready(r);
+	return hz_next.malloc_usable_size(p);
+}

@@ -1,0 +1,233 @@
+/* The next allocator in the chain, and the bootstrap allocator used while
+ * we look it up: dlsym may itself call calloc (for its error state), and that
+ * call arrives here before we know where the real calloc is. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "../prim/prim.h"
+#include "../range.h"
+#include "preload.h"
+
+struct hz_next hz_next;
+
+/* 64 KiB: what dlsym and pthread_atfork ask for during start-up is a few
+ * hundred bytes; memory from here is never reused. */
+#define BOOT_SIZE (64u << 10)
+#define BOOT_ALIGN 16u
+
+static _Alignas(BOOT_ALIGN) unsigned char boot_arena[BOOT_SIZE];
+static size_t boot_used;
+
+int hz_boot_owns(const void *p)
+{
+	return (const unsigned char *)p >= boot_arena &&
+	       (const unsigned char *)p < boot_arena + BOOT_SIZE;
+}
+
+size_t hz_boot_size(const void *p)
+{
+	return ((const size_t *)p)[-2];
+}
+
+static void *boot_malloc(size_t size)
+{
+	size_t need = hz_align_up(size, BOOT_ALIGN) + BOOT_ALIGN;
+	size_t at = __atomic_fetch_add(&boot_used, need, __ATOMIC_RELAXED);
+	size_t *p;
+
+	if (size > BOOT_SIZE || at + need > BOOT_SIZE) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	p = (size_t *)(boot_arena + at + BOOT_ALIGN);
+	p[-2] = size;
+	return p; /* static storage: already zero */
+}
+
+static void boot_free(void *p)
+{
+	(void)p;
+}
+
+static void *boot_calloc(size_t n, size_t size)
+{
+	size_t total;
+
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return boot_malloc(total);
+}
+
+static void *boot_realloc(void *p, size_t size)
+{
+	void *q = boot_malloc(size);
+
+	if (q && p)
+		memcpy(q, p, hz_boot_size(p) < size ? hz_boot_size(p) : size);
+	return q;
+}
+
+static void *boot_memalign(size_t align, size_t size)
+{
+	/* Start-up never asks for more than the arena's 16-byte alignment. */
+	if (align > BOOT_ALIGN) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return boot_malloc(size);
+}
+
+static int boot_posix_memalign(void **out, size_t align, size_t size)
+{
+	void *p = boot_memalign(align, size);
+
+	if (!p)
+		return ENOMEM;
+	*out = p;
+	return 0;
+}
+
+static void *boot_valloc(size_t size)
+{
+	return boot_memalign(4096, size);
+}
+
+static size_t boot_usable(void *p)
+{
+	return hz_boot_owns(p) ? hz_boot_size(p) : 0;
+}
+
+/* mmap family straight to the kernel, for before dlsym answered. */
+static void *sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	void *out;
+	int ret = hz_prim_mmap(addr, len, prot, flags, fd, off, &out);
+
+	if (ret != 0) {
+		errno = -ret;
+		return MAP_FAILED;
+	}
+	return out;
+}
+
+static int sys_munmap(void *addr, size_t len)
+{
+	int ret = hz_prim_munmap(addr, len);
+
+	if (ret != 0) {
+		errno = -ret;
+		return -1;
+	}
+	return 0;
+}
+
+static void *sys_mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
+{
+	void *new_addr = NULL, *out;
+	va_list ap;
+	int ret;
+
+	va_start(ap, flags);
+	if (flags & (MREMAP_FIXED | MREMAP_DONTUNMAP))
+		new_addr = va_arg(ap, void *);
+	va_end(ap);
+	ret = hz_prim_mremap(old, old_len, new_len, flags, new_addr, &out);
+	if (ret != 0) {
+		errno = -ret;
+		return MAP_FAILED;
+	}
+	return out;
+}
+
+static const struct hz_next bootstrap = {
+	boot_malloc, boot_free, boot_calloc, boot_realloc, boot_posix_memalign,
+	boot_memalign, boot_memalign, boot_valloc, boot_valloc, boot_usable,
+	sys_mmap, sys_munmap, sys_mremap,
+};
+
+void hz_next_use_bootstrap(struct hz_next *next)
+{
+	*next = bootstrap;
+}
+
+/* Substitutes for functions an allocator may lack, built on the ones it
+ * has (every allocator has malloc, free and one aligned entry point). */
+static void *emu_calloc(size_t n, size_t size)
+{
+	size_t total;
+	void *p;
+
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	p = hz_next.malloc(total);
+	if (p)
+		memset(p, 0, total);
+	return p;
+}
+
+static size_t emu_usable(void *p)
+{
+	(void)p;
+	return 0;
+}
+
+static int emu_posix_memalign(void **out, size_t align, size_t size)
+{
+	void *p = hz_next.memalign ? hz_next.memalign(align, size) : NULL;
+
+	if (!p)
+		return ENOMEM;
+	*out = p;
+	return 0;
+}
+
+static void *emu_memalign(size_t align, size_t size)
+{
+	void *p = NULL;
+	int ret = hz_next.posix_memalign(&p, align, size);
+
+	if (ret != 0)
+		errno = ret;
+	return p;
+}
+
+static void *emu_valloc(size_t size)
+{
+	return hz_next.memalign(4096, size);
+}
+
+void hz_next_complete(struct hz_next *next)
+{
+	/* malloc and free come as a pair: never mix a found one with ours. */
+	if (!next->malloc || !next->free) {
+		next->malloc = bootstrap.malloc;
+		next->free = bootstrap.free;
+	}
+	if (!next->calloc)
+		next->calloc = emu_calloc;
+	if (!next->malloc_usable_size)
+		next->malloc_usable_size = emu_usable;
+	if (!next->posix_memalign)
+		next->posix_memalign = next->memalign ? emu_posix_memalign : bootstrap.posix_memalign;
+	if (!next->memalign)
+		next->memalign = emu_memalign;
+	if (!next->aligned_alloc)
+		next->aligned_alloc = next->memalign;
+	if (!next->valloc)
+		next->valloc = emu_valloc;
+	if (!next->pvalloc)
+		next->pvalloc = emu_valloc;
+	if (!next->mmap)
+		next->mmap = sys_mmap;
+	if (!next->munmap)
+		next->munmap = sys_munmap;
+	if (!next->mremap)
+		next->mremap = sys_mremap;
+}

@@ -1,0 +1,72 @@
+/* Start-up of the interposer: safe before main, from constructors of other
+ * libraries, from several threads at once, and while dlsym calls calloc. */
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "../blocks.h"
+#include "../cpu/relax.h"
+#include "../log.h"
+#include "../options.h"
+#include "../stats.h"
+#include "preload.h"
+
+enum { NEW, STARTING, READY };
+
+int hz_preload_active;
+size_t hz_preload_threshold = (size_t)-1;
+
+static int state = NEW;
+/* This thread is running start-up: its nested calls use the bootstrap. */
+static __thread bool starting_here;
+
+static void start(hz_resolve_fn resolve)
+{
+	struct hz_next found = { 0 };
+	int ret;
+
+	hz_next_use_bootstrap(&hz_next);
+	resolve(&found);
+	hz_next_complete(&found);
+	hz_next = found;
+	if (hz_option_u64(HZ_OPT_DISABLE))
+		return;
+	ret = hz_blocks_init();
+	if (ret != 0) {
+		hz_warn("could not reserve %llu bytes of address space (error %d); "
+			"passing every request to the system allocator",
+			(unsigned long long)hz_option_u64(HZ_OPT_RESERVE), -ret);
+		return;
+	}
+	pthread_atfork(hz_blocks_fork_prepare, hz_blocks_fork_parent,
+		       hz_blocks_fork_child);
+	hz_preload_threshold = (size_t)hz_option_u64(HZ_OPT_THRESHOLD);
+	__atomic_store_n(&hz_preload_active, 1, __ATOMIC_RELEASE);
+}
+
+int hz_preload_ready(hz_resolve_fn resolve)
+{
+	int expected = NEW;
+
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == READY)
+		return 1;
+	if (starting_here)
+		return 0;
+	if (__atomic_compare_exchange_n(&state, &expected, STARTING, false,
+					__ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
+		starting_here = true;
+		start(resolve);
+		starting_here = false;
+		__atomic_store_n(&state, READY, __ATOMIC_RELEASE);
+		return 1;
+	}
+	/* Another thread is starting up: it takes microseconds. */
+	while (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != READY)
+		hz_cpu_relax();
+	return 1;
+}
+
+HZ_PRIVATE_API void hz_preload_exit(void)
+{
+	if (__atomic_load_n(&hz_preload_active, __ATOMIC_ACQUIRE))
+		hz_stats_report();
+}
