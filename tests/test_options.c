@@ -103,7 +103,7 @@ static void every_default_in_the_table_is_valid(void **state)
 	(void)state;
 	for (unsigned id = 0; id < HZ_OPT_COUNT; id++) {
 		const struct hz_option_desc *d = hz_option_desc((enum hz_option_id)id);
-		char name[HZ_OPTION_NAME_MAX];
+		char name[HZ_OPTION_TEXT_MAX];
 		uint64_t v;
 
 		assert_int_equal(hz_option_parse(d, d->def, &v, name), 0);
