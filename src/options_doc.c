@@ -1,6 +1,7 @@
 /* The options table rendered as documentation, so the README and the man
  * page are generated from options.def and cannot drift from it. */
 #include <stdio.h>
+#include <string.h>
 
 #include "options.h"
 #include "options_doc.h"
@@ -13,9 +14,25 @@ static size_t append(char *buf, size_t size, size_t used, const char *text)
 	return used + (n > 0 ? (size_t)n : 0);
 }
 
+/* A table cell cannot hold a bare '|': write "a|b" as "a \| b". */
+static void escape_pipes(const char *in, char *out, size_t size)
+{
+	size_t o = 0;
+
+	for (; *in && o + 5 < size; in++) {
+		if (*in == '|') {
+			memcpy(out + o, " \\| ", 4);
+			o += 4;
+		} else {
+			out[o++] = *in;
+		}
+	}
+	out[o] = '\0';
+}
+
 size_t hz_options_markdown(char *buf, size_t size)
 {
-	char row[512];
+	char row[512], choices[128];
 	size_t used = 0;
 
 	used = append(buf, size, used,
@@ -24,8 +41,13 @@ size_t hz_options_markdown(char *buf, size_t size)
 	for (unsigned id = 0; id < HZ_OPT_COUNT; id++) {
 		const struct hz_option_desc *d = hz_option_desc((enum hz_option_id)id);
 
-		snprintf(row, sizeof(row), "| `%s` | `%s` | %s | %s |\n", d->env,
-			 d->def, d->choices, d->doc);
+		escape_pipes(d->choices, choices, sizeof(choices));
+		if (d->def[0] == '\0')
+			snprintf(row, sizeof(row), "| `%s` | (none) | %s | %s |\n",
+				 d->env, choices, d->doc);
+		else
+			snprintf(row, sizeof(row), "| `%s` | `%s` | %s | %s |\n",
+				 d->env, d->def, choices, d->doc);
 		used = append(buf, size, used, row);
 	}
 	return used;
