@@ -98,6 +98,25 @@ static void ints_respect_their_range(void **state)
 	parse(HZ_OPT_VERBOSE, "3", -ERANGE, 0);
 }
 
+static void enums_bools_and_paths_parse(void **state)
+{
+	(void)state;
+	parse(HZ_OPT_BACKING, "auto", 0, 0);
+	parse(HZ_OPT_BACKING, "hugetlb2m", 0, 2);
+	parse(HZ_OPT_BACKING, "THP", 0, 3);
+	parse(HZ_OPT_BACKING, "none", 0, 4);
+	parse(HZ_OPT_BACKING, "hugetlb", -EINVAL, 0);
+	parse(HZ_OPT_BACKING, "", -EINVAL, 0);
+	parse(HZ_OPT_BACKING, "auto|thp", -EINVAL, 0);
+	parse(HZ_OPT_DISABLE, "yes", 0, 1);
+	parse(HZ_OPT_DISABLE, "On", 0, 1);
+	parse(HZ_OPT_DISABLE, "off", 0, 0);
+	parse(HZ_OPT_DISABLE, "0", 0, 0);
+	parse(HZ_OPT_DISABLE, "2", -EINVAL, 0);
+	parse(HZ_OPT_STATS_FILE, "/tmp/hz.%p.json", 0, 0);
+	parse(HZ_OPT_STATS_FILE, "bad\nline", -EINVAL, 0);
+}
+
 static void every_default_in_the_table_is_valid(void **state)
 {
 	(void)state;
@@ -252,6 +271,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sizes_accept_suffixes_and_reject_garbage),
 		cmocka_unit_test(ints_respect_their_range),
+		cmocka_unit_test(enums_bools_and_paths_parse),
 		cmocka_unit_test(every_default_in_the_table_is_valid),
 		cmocka_unit_test(bad_value_warns_once_and_uses_default),
 		cmocka_unit_test(clear_override_forces_a_valid_kernel),
