@@ -250,15 +250,39 @@ static void release(uintptr_t start, size_t len)
 	unclaim(index_of(start), len / HZ_GRANULE);
 }
 
-void hz_blocks_free(void *p)
+void hz_blocks_retire(void *p, struct hz_span *span)
 {
 	struct block_meta *m = live_block(p, "free");
-	size_t len = (size_t)m->granules * HZ_GRANULE;
 
+	span->start = (uintptr_t)p;
+	span->granules = m->granules;
+	span->backing = (enum hz_backing)m->backing;
 	if (!__atomic_exchange_n(&m->live, 0, __ATOMIC_ACQ_REL))
 		hz_fatal("free(%p): hugezero block freed twice at once", p);
-	hz_stats_live(-(int64_t)len);
-	release((uintptr_t)p, len);
+	hz_stats_live(-(int64_t)hz_span_bytes(span));
+}
+
+void hz_blocks_revive(const struct hz_span *span)
+{
+	struct block_meta *m = &meta[index_of(span->start)];
+
+	m->granules = (uint32_t)span->granules;
+	m->backing = (uint8_t)span->backing;
+	__atomic_store_n(&m->live, 1, __ATOMIC_RELEASE);
+	hz_stats_live((int64_t)hz_span_bytes(span));
+}
+
+void hz_blocks_release_span(const struct hz_span *span)
+{
+	release(span->start, hz_span_bytes(span));
+}
+
+void hz_blocks_free(void *p)
+{
+	struct hz_span span;
+
+	hz_blocks_retire(p, &span);
+	hz_blocks_release_span(&span);
 }
 
 size_t hz_blocks_usable(const void *p)

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backing.h"
+
 #define HZ_GRANULE ((size_t)2 << 20)
 /* Largest alignment served: 1 GiB, the largest huge page. */
 #define HZ_ALIGN_MAX ((size_t)1 << 30)
@@ -40,6 +42,29 @@ static inline bool hz_blocks_owns(const void *p)
 /* A new block of at least size bytes aligned to align (a power of two up to
  * HZ_ALIGN_MAX). Fresh blocks are zero. Returns 0 or -ENOMEM. */
 int hz_blocks_alloc(size_t size, size_t align, void **out);
+
+/* A run of claimed granules that is not (or no longer) a live block: a
+ * freed block kept mapped by the recycler, or part of one. */
+struct hz_span {
+	uintptr_t start;
+	size_t granules;
+	enum hz_backing backing;
+};
+
+static inline size_t hz_span_bytes(const struct hz_span *s)
+{
+	return s->granules * HZ_GRANULE;
+}
+
+/* Turn a live block into a span that stays mapped and claimed (free without
+ * releasing). Stops the program on a double free, like hz_blocks_free. */
+void hz_blocks_retire(void *p, struct hz_span *span);
+
+/* Make a span a live block again. */
+void hz_blocks_revive(const struct hz_span *span);
+
+/* Give a span's memory and address space back (to the reservation). */
+void hz_blocks_release_span(const struct hz_span *span);
 
 /* Free a block. A pointer inside the reservation that is not a live block's
  * start is a double free or a wild pointer: reported, then the program is

@@ -98,10 +98,16 @@ static void human(struct text *t, const struct hz_stats *s)
 	for (int f = 0; f < HZ_FB_COUNT; f++)
 		put(t, " %s %llu%s", fallback_names[f],
 		    (unsigned long long)s->fallbacks[f], f + 1 < HZ_FB_COUNT ? "," : "\n");
-	put(t, "hugezero:   calloc          %llu calls, %.1f MiB; cleared %.1f MiB "
+	put(t, "hugezero:   calloc          %llu calls, %.1f MiB; zeroed by calloc %.1f MiB "
 	       "at %.1f GB/s\n",
 	    (unsigned long long)s->callocs, MIB(s->calloc_bytes),
 	    MIB(s->cleared_bytes), clear_rate_gbs(s));
+	put(t, "hugezero:   recycling       %llu reused, %llu fresh; cache %.1f MiB now, "
+	       "%.1f MiB given back; pre-zeroed %.1f MiB at %.1f GB/s, %llu takeovers\n",
+	    (unsigned long long)s->cache_hits, (unsigned long long)s->cache_misses,
+	    MIB(s->cache_bytes), MIB(s->cache_released_bytes), MIB(s->prezeroed_bytes),
+	    s->prezero_ns ? (double)s->prezeroed_bytes / (double)s->prezero_ns : 0.0,
+	    (unsigned long long)s->takeovers);
 	put(t, "hugezero:   realloc         %llu moved by mremap, %llu in place, "
 	       "%llu copied\n",
 	    (unsigned long long)s->realloc_moved,
@@ -130,6 +136,13 @@ static void json(struct text *t, const struct hz_stats *s)
 	       "\"clear_ns\": %llu,\n",
 	    (unsigned long long)s->callocs, (unsigned long long)s->calloc_bytes,
 	    (unsigned long long)s->cleared_bytes, (unsigned long long)s->clear_ns);
+	put(t, " \"cache_hits\": %llu, \"cache_misses\": %llu, \"cache_bytes\": %llu, "
+	       "\"cache_released_bytes\": %llu, \"prezeroed_bytes\": %llu, "
+	       "\"prezero_ns\": %llu, \"takeovers\": %llu,\n",
+	    (unsigned long long)s->cache_hits, (unsigned long long)s->cache_misses,
+	    (unsigned long long)s->cache_bytes, (unsigned long long)s->cache_released_bytes,
+	    (unsigned long long)s->prezeroed_bytes, (unsigned long long)s->prezero_ns,
+	    (unsigned long long)s->takeovers);
 	put(t, " \"realloc_moved\": %llu, \"realloc_in_place\": %llu, "
 	       "\"realloc_copied\": %llu, \"mmaps_aligned\": %llu, \"mmap_bytes\": %llu}\n",
 	    (unsigned long long)s->realloc_moved,

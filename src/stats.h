@@ -23,11 +23,18 @@ struct hz_stats {
 	uint64_t mallocs;          /* large requests served (any entry point) */
 	uint64_t callocs;          /* large calloc calls */
 	uint64_t calloc_bytes;
-	uint64_t cleared_bytes;    /* bytes hz_clear zeroed for callers */
+	uint64_t cleared_bytes;    /* bytes calloc zeroed itself (recycled blocks) */
 	uint64_t clear_ns;
 	uint64_t realloc_moved;    /* realloc moved with mremap, no copy */
 	uint64_t realloc_in_place;
 	uint64_t realloc_copied;   /* realloc had to copy (mremap refused) */
+	uint64_t cache_hits;       /* large requests served from the cache */
+	uint64_t cache_misses;     /* ... that needed a fresh block */
+	uint64_t cache_bytes;      /* bytes in the cache now (resident or not) */
+	uint64_t cache_released_bytes; /* given back by decay or eviction */
+	uint64_t prezeroed_bytes;  /* written by the pre-zero thread */
+	uint64_t prezero_ns;
+	uint64_t takeovers;        /* callocs that took a block mid-zeroing */
 	uint64_t live_bytes;
 	uint64_t peak_bytes;
 	uint64_t mmaps_aligned;    /* anonymous mmaps made THP-aligned */

@@ -259,7 +259,7 @@ static void options_table_matches_readme(void **state)
 	hz_options_markdown(table, len + 1);
 	if (strstr(readme, table) == NULL)
 		fail_msg("README.md's option table differs from src/options.def; "
-			 "regenerate it with build/tools/options-doc. Expected:\n%s", table);
+			 "regenerate it with the options-doc program in the build directory. Expected:\n%s", table);
 	for (unsigned id = 0; id < HZ_OPT_COUNT; id++)
 		assert_non_null(strstr(readme, hz_option_desc((enum hz_option_id)id)->env));
 	free(table);

@@ -1,11 +1,13 @@
 /* The malloc family: large requests become hugezero blocks, everything else
  * goes to the next allocator untouched. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../blocks.h"
+#include "../recycle.h"
 #include "../range.h"
 #include "../stats.h"
 #include "preload.h"
@@ -19,13 +21,14 @@ static inline int is_large(size_t size)
 	       __atomic_load_n(&hz_preload_active, __ATOMIC_RELAXED);
 }
 
-/* A hugezero block, or NULL when the reservation cannot serve it (then the
- * caller asks the next allocator, so we are never worse than it). */
-static void *large_alloc(size_t size, size_t align)
+/* A hugezero block (all zero with zero), or NULL when the reservation
+ * cannot serve it: then the caller asks the next allocator, so we are never
+ * worse than it. */
+static void *large_alloc(size_t size, size_t align, bool zero)
 {
 	void *p;
 
-	if (hz_blocks_alloc(size, align, &p) != 0)
+	if (hz_recycle_alloc(size, align, zero, &p) != 0)
 		return NULL;
 	hz_stats_add(mallocs, 1);
 	return p;
@@ -35,7 +38,7 @@ HZ_PRIVATE_API void *hz_preload_malloc(hz_resolve_fn r, size_t size)
 {
 	void *p;
 
-	if (hz_preload_ready(r) && is_large(size) && (p = large_alloc(size, 0)))
+	if (hz_preload_ready(r) && is_large(size) && (p = large_alloc(size, 0, false)))
 		return p;
 	return hz_next.malloc(size);
 }
@@ -47,7 +50,7 @@ HZ_PRIVATE_API void hz_preload_free(hz_resolve_fn r, void *p)
 	if (hz_blocks_owns(p)) {
 		int saved = errno;
 
-		hz_blocks_free(p);
+		hz_recycle_free(p);
 		errno = saved;
 		return;
 	}
@@ -64,7 +67,7 @@ HZ_PRIVATE_API void *hz_preload_calloc(hz_resolve_fn r, size_t nmemb, size_t siz
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (hz_preload_ready(r) && is_large(total) && (p = large_alloc(total, 0))) {
+	if (hz_preload_ready(r) && is_large(total) && (p = large_alloc(total, 0, true))) {
 		/* A new block comes straight from the kernel: already zero. */
 		hz_stats_add(callocs, 1);
 		hz_stats_add(calloc_bytes, total);
@@ -77,7 +80,7 @@ HZ_PRIVATE_API void *hz_preload_calloc(hz_resolve_fn r, size_t nmemb, size_t siz
  * sizes hold. */
 static void *move_across(void *p, size_t old_size, size_t size, int to_large)
 {
-	void *q = to_large ? large_alloc(size, 0) : hz_next.malloc(size);
+	void *q = to_large ? large_alloc(size, 0, false) : hz_next.malloc(size);
 
 	if (q == NULL)
 		return NULL;
@@ -85,7 +88,7 @@ static void *move_across(void *p, size_t old_size, size_t size, int to_large)
 	if (to_large)
 		hz_next.free(p);
 	else
-		hz_blocks_free(p);
+		hz_recycle_free(p);
 	return q;
 }
 
@@ -136,7 +139,7 @@ HZ_PRIVATE_API int hz_preload_posix_memalign(hz_resolve_fn r, void **out,
 	if (bad_alignment(align))
 		return EINVAL;
 	if (hz_preload_ready(r) && is_large(size) && align <= HZ_ALIGN_MAX &&
-	    (p = large_alloc(size, align))) {
+	    (p = large_alloc(size, align, false))) {
 		*out = p;
 		return 0;
 	}
@@ -149,7 +152,7 @@ static void *aligned_large(hz_resolve_fn r, size_t align, size_t size)
 {
 	if (hz_preload_ready(r) && is_large(size) && hz_is_pow2(align) &&
 	    align <= HZ_ALIGN_MAX)
-		return large_alloc(size, align);
+		return large_alloc(size, align, false);
 	return NULL;
 }
 

@@ -7,6 +7,7 @@
 #include "../cpu/relax.h"
 #include "../log.h"
 #include "../options.h"
+#include "../recycle.h"
 #include "../stats.h"
 #include "preload.h"
 
@@ -18,6 +19,25 @@ size_t hz_preload_threshold = (size_t)-1;
 static int state = NEW;
 /* This thread is running start-up: its nested calls use the bootstrap. */
 static __thread bool starting_here;
+
+/* Locks are taken in the order the code nests them: recycle, then blocks. */
+static void fork_prepare(void)
+{
+	hz_recycle_fork_prepare();
+	hz_blocks_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+	hz_blocks_fork_parent();
+	hz_recycle_fork_parent();
+}
+
+static void fork_child(void)
+{
+	hz_blocks_fork_child();
+	hz_recycle_fork_child();
+}
 
 static void start(hz_resolve_fn resolve)
 {
@@ -37,8 +57,7 @@ static void start(hz_resolve_fn resolve)
 			(unsigned long long)hz_option_u64(HZ_OPT_RESERVE), -ret);
 		return;
 	}
-	pthread_atfork(hz_blocks_fork_prepare, hz_blocks_fork_parent,
-		       hz_blocks_fork_child);
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	hz_preload_threshold = (size_t)hz_option_u64(HZ_OPT_THRESHOLD);
 	__atomic_store_n(&hz_preload_active, 1, __ATOMIC_RELEASE);
 }

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sched.h>
 #include <sys/resource.h>
+#include <sys/sysinfo.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -85,6 +87,35 @@ int hz_prim_madvise(void *addr, size_t len, int advice)
 int hz_prim_mprotect(void *addr, size_t len, int prot)
 {
 	return (int)SYSCALL(SYS_mprotect, addr, len, prot);
+}
+
+int hz_prim_mincore(void *addr, size_t len, unsigned char *vec)
+{
+	return (int)SYSCALL(SYS_mincore, addr, len, vec);
+}
+
+int hz_prim_memory(uint64_t *ram, uint64_t *swap)
+{
+	struct sysinfo si;
+	int ret = (int)SYSCALL(SYS_sysinfo, &si);
+
+	if (ret != 0)
+		return ret;
+	*ram = (uint64_t)si.totalram * si.mem_unit;
+	*swap = (uint64_t)si.totalswap * si.mem_unit;
+	return 0;
+}
+
+int hz_prim_lower_thread_priority(void)
+{
+	struct sched_param param = { 0 };
+	long tid = syscall(SYS_gettid);
+
+	/* SCHED_IDLE runs only when a core would otherwise idle: the
+	 * pre-zeroer then never competes with the program. */
+	if (SYSCALL(SYS_sched_setscheduler, tid, SCHED_IDLE, &param) == 0)
+		return 0;
+	return (int)SYSCALL(SYS_setpriority, PRIO_PROCESS, tid, 19);
 }
 
 int hz_prim_name_mapping(void *addr, size_t len, const char *name)

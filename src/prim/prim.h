@@ -26,6 +26,17 @@ int hz_prim_mremap(void *old, size_t old_len, size_t new_len, int flags,
 int hz_prim_madvise(void *addr, size_t len, int advice);
 int hz_prim_mprotect(void *addr, size_t len, int prot);
 
+/* Residency of the pages of [addr, addr + len) (4 KiB pages, page-aligned
+ * addr), one byte per page in vec, bit 0 set when resident. */
+int hz_prim_mincore(void *addr, size_t len, unsigned char *vec);
+
+/* Total RAM and swap in bytes (sysinfo). */
+int hz_prim_memory(uint64_t *ram, uint64_t *swap);
+
+/* Lower the calling thread's priority: SCHED_IDLE where allowed, else
+ * nice 19. Returns 0 or a negative errno value. */
+int hz_prim_lower_thread_priority(void);
+
 /* Name an anonymous mapping in /proc/PID/maps ("[anon:name]"); kernels
  * before 5.17 or without CONFIG_ANON_VMA_NAME return -EINVAL. */
 int hz_prim_name_mapping(void *addr, size_t len, const char *name);

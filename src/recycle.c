@@ -1,0 +1,548 @@
+/* Recycling and pre-zeroing of large blocks. See recycle.h.
+ *
+ * The cache is a small array of spans (freed blocks, still mapped and
+ * claimed in the reservation) under one lock; a request scans it for the
+ * smallest fitting span. System calls (releasing spans) happen outside the
+ * lock.
+ *
+ * The pre-zero thread takes one dirty span out of the cache at a time
+ * ("in flight") and zeroes it from the end down, one unit at a time. A
+ * calloc that wants that span claims it; the thread stops at the next unit
+ * boundary and tells the claimer how much is still dirty, and the claimer
+ * zeroes that part itself, the block start last so it is in the cache. */
+#include "recycle.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+#include "blocks.h"
+#include "cpu/relax.h"
+#include "lock.h"
+#include "log.h"
+#include "options.h"
+#include "prim/prim.h"
+#include "range.h"
+#include "stats.h"
+#include "zero.h"
+
+/* 1024 spans: the default 1 GiB cache holds at most 512 blocks of 2 MiB. */
+#define MAX_ENTRIES 1024
+/* Spans released per pass outside the lock. */
+#define RELEASE_BATCH 8
+/* How often the idle pre-zero thread wakes to apply the decay. */
+#define TICK_NS 250000000ull
+
+enum { PREZERO_THREAD, PREZERO_SYNC, PREZERO_OFF };
+
+struct entry {
+	struct hz_span span;
+	uint64_t idle_since; /* ns, when it entered the cache */
+	bool clean;
+};
+
+/* A calloc waiting for the span the thread is zeroing. */
+struct claim {
+	size_t remaining; /* bytes from the start still dirty */
+	int done;         /* set (release) once remaining is valid */
+};
+
+struct in_flight {
+	struct hz_span span;
+	bool busy;
+	struct claim *claim; /* set by a calloc under the lock */
+};
+
+struct config {
+	size_t cache_max;
+	uint64_t decay_ns;
+	int prezero;
+	size_t unit;
+	bool zero_on_free;
+};
+
+static struct config cfg;
+static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
+
+static struct hz_lock lock = HZ_LOCK_INIT;
+static bool fork_skipped;
+static struct entry entries[MAX_ENTRIES];
+static unsigned entry_count;
+static size_t cached_bytes, clean_bytes;
+static struct in_flight flight;
+/* Bytes of recent large callocs: the thread keeps about this much clean,
+ * so it does not steal memory bandwidth for blocks nobody will calloc. */
+static size_t calloc_demand;
+
+static pthread_mutex_t wake_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake_cond;
+static int thread_started;
+static int wake_pending;
+
+static void load_config(void)
+{
+	uint64_t ram = 0, swap = 0;
+
+	cfg.cache_max = (size_t)hz_option_u64(HZ_OPT_CACHE_MAX);
+	/* Never more than a quarter of RAM, whatever the option says. */
+	if (hz_prim_memory(&ram, &swap) == 0 && cfg.cache_max > ram / 4)
+		cfg.cache_max = (size_t)(ram / 4);
+	cfg.decay_ns = hz_option_u64(HZ_OPT_DECAY_MS) * 1000000ull;
+	cfg.prezero = (int)hz_option_u64(HZ_OPT_PREZERO);
+	cfg.unit = (size_t)hz_option_u64(HZ_OPT_PREZERO_UNIT);
+	cfg.zero_on_free = hz_option_u64(HZ_OPT_ZERO_ON_FREE);
+}
+
+static const struct config *config(void)
+{
+	pthread_once(&cfg_once, load_config);
+	return &cfg;
+}
+
+/* ---- the cache (callers hold the lock) ---- */
+
+static void account(const struct entry *e, bool add)
+{
+	size_t bytes = hz_span_bytes(&e->span);
+
+	if (add) {
+		cached_bytes += bytes;
+		clean_bytes += e->clean ? bytes : 0;
+	} else {
+		cached_bytes -= bytes;
+		clean_bytes -= e->clean ? bytes : 0;
+	}
+	__atomic_store_n(&hz_stats.cache_bytes, cached_bytes, __ATOMIC_RELAXED);
+}
+
+static struct entry take_entry(unsigned i)
+{
+	struct entry e = entries[i];
+
+	account(&e, false);
+	entries[i] = entries[--entry_count];
+	return e;
+}
+
+struct batch {
+	struct hz_span spans[RELEASE_BATCH];
+	unsigned count;
+};
+
+static void release_later(struct batch *b, const struct hz_span *s)
+{
+	if (b->count < RELEASE_BATCH) {
+		b->spans[b->count++] = *s;
+		return;
+	}
+	hz_stats_add(cache_released_bytes, hz_span_bytes(s));
+	hz_blocks_release_span(s); /* rare: a full batch, do it now */
+}
+
+static void release_batch(struct batch *b)
+{
+	for (unsigned i = 0; i < b->count; i++) {
+		hz_stats_add(cache_released_bytes, hz_span_bytes(&b->spans[i]));
+		hz_blocks_release_span(&b->spans[i]);
+	}
+	b->count = 0;
+}
+
+static void evict_oldest(struct batch *b)
+{
+	unsigned oldest = 0;
+
+	for (unsigned i = 1; i < entry_count; i++)
+		if (entries[i].idle_since < entries[oldest].idle_since)
+			oldest = i;
+	struct entry e = take_entry(oldest);
+	release_later(b, &e.span);
+}
+
+static void decay(struct batch *b, uint64_t now)
+{
+	for (unsigned i = 0; i < entry_count && b->count < RELEASE_BATCH;) {
+		if (now - entries[i].idle_since >= cfg.decay_ns) {
+			struct entry e = take_entry(i);
+
+			release_later(b, &e.span);
+			continue; /* slot i now holds another entry */
+		}
+		i++;
+	}
+}
+
+/* Merge into a neighbour of the same backing and state, or append. Adjacent
+ * spans sit in one contiguous stretch of the reservation, so merging is
+ * only arithmetic; hugetlb spans merge only in whole pages, which they are. */
+static void add_entry(struct entry e, struct batch *b)
+{
+	for (unsigned i = 0; i < entry_count; i++) {
+		struct entry *n = &entries[i];
+
+		if (n->span.backing != e.span.backing || n->clean != e.clean)
+			continue;
+		if (n->span.start + hz_span_bytes(&n->span) == e.span.start ||
+		    e.span.start + hz_span_bytes(&e.span) == n->span.start) {
+			struct entry merged = take_entry(i);
+
+			merged.span.start = merged.span.start < e.span.start ? merged.span.start
+									     : e.span.start;
+			merged.span.granules += e.span.granules;
+			if (e.idle_since > merged.idle_since)
+				merged.idle_since = e.idle_since;
+			add_entry(merged, b); /* it may now touch another one */
+			return;
+		}
+	}
+	while (entry_count > 0 && (entry_count == MAX_ENTRIES ||
+				   cached_bytes + hz_span_bytes(&e.span) > cfg.cache_max))
+		evict_oldest(b);
+	entries[entry_count++] = e;
+	account(&e, true);
+}
+
+/* Granules a span of this backing must give for size bytes. */
+static size_t granules_for(size_t size, enum hz_backing backing)
+{
+	size_t unit = hz_backing_page(backing) > HZ_GRANULE ? hz_backing_page(backing)
+							    : HZ_GRANULE;
+
+	return hz_align_up(size, unit) / HZ_GRANULE;
+}
+
+static bool fits(const struct hz_span *s, size_t size, size_t align)
+{
+	return granules_for(size, s->backing) <= s->granules &&
+	       (align == 0 || s->start % align == 0);
+}
+
+/* Bounded waste: a span more than 12.5% larger than needed is split. */
+static bool wasteful(size_t have, size_t need)
+{
+	return have > need + need / 8;
+}
+
+/* The best span for a request: the preferred state first, then the
+ * smallest. Returns an index or -1. */
+static int pick(size_t size, size_t align, bool want_clean, bool dirty_allowed)
+{
+	int best = -1;
+
+	for (unsigned i = 0; i < entry_count; i++) {
+		const struct entry *e = &entries[i];
+
+		if (!fits(&e->span, size, align) || (!e->clean && !dirty_allowed))
+			continue;
+		if (best < 0) {
+			best = (int)i;
+			continue;
+		}
+		const struct entry *b = &entries[best];
+		bool e_pref = e->clean == want_clean, b_pref = b->clean == want_clean;
+
+		if (e_pref != b_pref ? e_pref : e->span.granules < b->span.granules)
+			best = (int)i;
+	}
+	return best;
+}
+
+/* Take entry i for a request of size bytes, splitting off what is not
+ * needed back into the cache. */
+static struct entry take_for(unsigned i, size_t size, struct batch *b)
+{
+	struct entry e = take_entry(i);
+	size_t need = granules_for(size, e.span.backing);
+
+	if (wasteful(e.span.granules, need)) {
+		struct entry rest = e;
+
+		rest.span.start += need * HZ_GRANULE;
+		rest.span.granules -= need;
+		e.span.granules = need;
+		add_entry(rest, b);
+	}
+	return e;
+}
+
+/* hugetlb pages are only ever cleared: dropping them would hand them back
+ * to the pool, and MADV_DONTNEED there rounds up to whole huge pages. */
+static enum hz_zero_how zero_how(const struct hz_span *s)
+{
+	return s->backing <= HZ_BACKING_HUGETLB2M ? HZ_ZERO_WRITE_ONLY : HZ_ZERO_ANY;
+}
+
+/* ---- the pre-zero thread ---- */
+
+static void wake_thread(void);
+
+/* Zero the in-flight span from the end down, unit by unit, until done or
+ * claimed. Returns the bytes from the start still dirty. */
+static size_t zero_in_flight(const struct hz_span *s)
+{
+	enum hz_zero_how how = zero_how(s);
+	size_t top = hz_span_bytes(s);
+	uint64_t t0 = hz_prim_now_ns();
+	size_t written = 0;
+
+	while (top > 0 && !__atomic_load_n(&flight.claim, __ATOMIC_ACQUIRE)) {
+		size_t unit = top < cfg.unit ? top : cfg.unit;
+
+		top -= unit;
+		written += hz_zero_range(s->start + top, unit, 0, how);
+	}
+	hz_stats_add(prezeroed_bytes, written);
+	hz_stats_add(prezero_ns, hz_prim_now_ns() - t0);
+	return top;
+}
+
+static bool pick_work(void)
+{
+	for (unsigned i = 0; i < entry_count; i++) {
+		if (entries[i].clean)
+			continue;
+		struct entry e = take_entry(i);
+
+		flight = (struct in_flight){ e.span, true, NULL };
+		return true;
+	}
+	return false;
+}
+
+static void finish_flight(size_t remaining, struct batch *b)
+{
+	struct claim *c = flight.claim;
+
+	if (c) {
+		c->remaining = remaining;
+		__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+	} else {
+		add_entry((struct entry){ flight.span, hz_prim_now_ns(), true }, b);
+	}
+	flight.busy = false;
+}
+
+static void wait_for_work(void)
+{
+	struct timespec until;
+
+	pthread_mutex_lock(&wake_mutex);
+	if (!wake_pending) {
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += TICK_NS;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&wake_cond, &wake_mutex, &until);
+	}
+	wake_pending = 0;
+	pthread_mutex_unlock(&wake_mutex);
+}
+
+static void *prezero_main(void *arg)
+{
+	(void)arg;
+	hz_prim_lower_thread_priority();
+	for (;;) {
+		struct batch b = { .count = 0 };
+		bool work = false;
+
+		hz_lock(&lock);
+		decay(&b, hz_prim_now_ns());
+		if (clean_bytes < calloc_demand)
+			work = pick_work();
+		else
+			calloc_demand -= calloc_demand / 8; /* demand fades when idle */
+		hz_unlock(&lock);
+		release_batch(&b);
+		if (!work) {
+			wait_for_work();
+			continue;
+		}
+		size_t remaining = zero_in_flight(&flight.span);
+
+		hz_lock(&lock);
+		finish_flight(remaining, &b);
+		hz_unlock(&lock);
+		release_batch(&b);
+	}
+	return NULL;
+}
+
+/* Start the thread on the first free that could use it. Its signals are
+ * blocked (they belong to the program), it is detached and never joined:
+ * exit() ends it wherever it is, so it never delays exit. */
+static void start_thread(void)
+{
+	pthread_condattr_t cattr;
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t tid;
+
+	if (__atomic_exchange_n(&thread_started, 1, __ATOMIC_ACQ_REL))
+		return;
+	pthread_condattr_init(&cattr);
+	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+	pthread_cond_init(&wake_cond, &cattr);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 << 10);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (pthread_create(&tid, &attr, prezero_main, NULL) != 0) {
+		hz_info("could not start the pre-zero thread; calloc zeroes instead");
+		cfg.prezero = PREZERO_SYNC;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+}
+
+static void wake_thread(void)
+{
+	if (!__atomic_load_n(&thread_started, __ATOMIC_ACQUIRE)) {
+		start_thread();
+		return;
+	}
+	pthread_mutex_lock(&wake_mutex);
+	wake_pending = 1;
+	pthread_cond_signal(&wake_cond);
+	pthread_mutex_unlock(&wake_mutex);
+}
+
+/* ---- the entry points ---- */
+
+/* Claim the in-flight span and wait for the thread to stop at its next
+ * unit boundary (at most one unit of work). */
+static size_t claim_in_flight(struct hz_span *span)
+{
+	struct claim c = { 0, 0 };
+	unsigned spins = 0;
+
+	*span = flight.span;
+	__atomic_store_n(&flight.claim, &c, __ATOMIC_RELEASE);
+	hz_unlock(&lock);
+	while (!__atomic_load_n(&c.done, __ATOMIC_ACQUIRE)) {
+		if (++spins % 1024 == 0)
+			sched_yield();
+		hz_cpu_relax();
+	}
+	hz_stats_add(takeovers, 1);
+	return c.remaining;
+}
+
+int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
+{
+	const struct config *c = config();
+	bool dirty_ok = !zero || c->prezero != PREZERO_OFF;
+	struct batch b = { .count = 0 };
+	struct hz_span span;
+	size_t dirty = 0;
+	int i;
+
+	if (c->cache_max == 0)
+		return hz_blocks_alloc(size, align, out);
+	hz_lock(&lock);
+	/* Keep about two of the largest recent callocs clean. */
+	if (zero && calloc_demand < 2 * size)
+		calloc_demand = 2 * size;
+	decay(&b, hz_prim_now_ns());
+	i = pick(size, align, zero, dirty_ok);
+	if (i >= 0 && (!zero || entries[i].clean || !flight.busy ||
+		       !fits(&flight.span, size, align))) {
+		struct entry e = take_for((unsigned)i, size, &b);
+
+		span = e.span;
+		dirty = e.clean ? 0 : hz_span_bytes(&span);
+		hz_unlock(&lock);
+	} else if (zero && flight.busy && !flight.claim && fits(&flight.span, size, align) &&
+		   !wasteful(flight.span.granules, granules_for(size, flight.span.backing))) {
+		dirty = claim_in_flight(&span); /* unlocks */
+	} else if (i >= 0) {
+		span = take_for((unsigned)i, size, &b).span;
+		dirty = hz_span_bytes(&span);
+		hz_unlock(&lock);
+	} else {
+		hz_unlock(&lock);
+		release_batch(&b);
+		hz_stats_add(cache_misses, 1);
+		return hz_blocks_alloc(size, align, out); /* fresh: zero */
+	}
+	release_batch(&b);
+	hz_stats_add(cache_hits, 1);
+	if (zero && dirty > 0) {
+		uint64_t t0 = hz_prim_now_ns();
+
+		hz_stats_add(cleared_bytes,
+			     hz_zero_range(span.start, dirty, span.start, zero_how(&span)));
+		hz_stats_add(clear_ns, hz_prim_now_ns() - t0);
+	}
+	hz_blocks_revive(&span);
+	*out = (void *)span.start;
+	return 0;
+}
+
+void hz_recycle_free(void *p)
+{
+	const struct config *c = config();
+	struct batch b = { .count = 0 };
+	struct entry e = { .clean = false };
+
+	hz_blocks_retire(p, &e.span);
+	if (hz_span_bytes(&e.span) > c->cache_max) {
+		hz_blocks_release_span(&e.span);
+		return;
+	}
+	if (c->zero_on_free) {
+		hz_zero_range(e.span.start, hz_span_bytes(&e.span), 0, zero_how(&e.span));
+		e.clean = true;
+	}
+	e.idle_since = hz_prim_now_ns();
+	hz_lock(&lock);
+	decay(&b, e.idle_since);
+	add_entry(e, &b);
+	hz_unlock(&lock);
+	release_batch(&b);
+	if (c->prezero == PREZERO_THREAD && !e.clean)
+		wake_thread();
+}
+
+void hz_recycle_fork_prepare(void)
+{
+	fork_skipped = hz_lock_held_here(&lock);
+	if (!fork_skipped)
+		hz_lock(&lock);
+}
+
+void hz_recycle_fork_parent(void)
+{
+	if (!fork_skipped)
+		hz_unlock(&lock);
+}
+
+/* The child has no pre-zero thread: what it had in flight goes back to the
+ * cache as dirty (a claimer in the child, possible only when fork ran in a
+ * signal handler, is told to zero all of it), and the thread is re-created
+ * on the next free. */
+void hz_recycle_fork_child(void)
+{
+	struct batch b = { .count = 0 };
+
+	hz_lock_reset(&lock);
+	pthread_mutex_init(&wake_mutex, NULL);
+	thread_started = 0;
+	wake_pending = 0;
+	if (flight.busy) {
+		if (flight.claim) {
+			flight.claim->remaining = hz_span_bytes(&flight.span);
+			__atomic_store_n(&flight.claim->done, 1, __ATOMIC_RELEASE);
+		} else {
+			add_entry((struct entry){ flight.span, hz_prim_now_ns(), false }, &b);
+		}
+		flight.busy = false;
+	}
+	release_batch(&b);
+}

@@ -1,0 +1,26 @@
+/* Recycling of freed large blocks: they stay mapped, with their huge pages,
+ * and are handed out again instead of being returned to the kernel. Each is
+ * clean (reads zero) or dirty; calloc takes clean ones first, everything
+ * else dirty ones first, and a pre-zero thread turns dirty into clean ahead
+ * of demand. */
+#ifndef HZ_RECYCLE_H
+#define HZ_RECYCLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* A large block of at least size bytes aligned to align (0 for none), from
+ * the cache or fresh. With zero, every byte reads zero. Returns 0 or
+ * -ENOMEM. */
+int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out);
+
+/* Take a live block back into the cache (or release it when the cache is
+ * full or disabled). Keeps errno. */
+void hz_recycle_free(void *p);
+
+/* fork handlers. */
+void hz_recycle_fork_prepare(void);
+void hz_recycle_fork_parent(void);
+void hz_recycle_fork_child(void);
+
+#endif /* HZ_RECYCLE_H */

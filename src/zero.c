@@ -1,0 +1,156 @@
+/* See zero.h. */
+#include "zero.h"
+
+#include <string.h>
+#include <sys/mman.h>
+
+#include "../include/hugezero.h"
+#include "prim/prim.h"
+#include "range.h"
+
+#define PAGE ((size_t)4096)
+/* 4096 pages (16 MiB) per mincore call: a 4 KiB vector on the stack. */
+#define VEC_PAGES 4096
+
+enum { UNKNOWN, TRUSTED, UNTRUSTED };
+static int residency_probe = UNKNOWN;
+
+/* Does an untouched page look non-resident, a written one resident, and
+ * does MADV_DONTNEED make a written page read zero? (Under some emulators
+ * it does not, as jemalloc found.) */
+static int probe_residency(void)
+{
+	unsigned char vec[2] = { 0, 0 };
+	volatile unsigned char *p;
+	void *mem;
+	int ok;
+
+	if (hz_prim_mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &mem) != 0)
+		return UNTRUSTED;
+	p = mem;
+	p[0] = 0xab;
+	ok = hz_prim_mincore(mem, 2 * PAGE, vec) == 0 && (vec[0] & 1) && !(vec[1] & 1);
+	ok = ok && hz_prim_madvise(mem, PAGE, MADV_DONTNEED) == 0 && p[0] == 0 &&
+	     p[PAGE - 1] == 0;
+	hz_prim_munmap(mem, 2 * PAGE);
+	return ok ? TRUSTED : UNTRUSTED;
+}
+
+static bool residency_trusted(void)
+{
+	int r = __atomic_load_n(&residency_probe, __ATOMIC_RELAXED);
+
+	if (r == UNKNOWN) {
+		r = probe_residency();
+		__atomic_store_n(&residency_probe, r, __ATOMIC_RELAXED);
+	}
+	return r == TRUSTED;
+}
+
+/* With swap, a page that is not resident may still hold data. */
+static bool swap_possible(void)
+{
+	uint64_t ram, swap;
+
+	return hz_prim_memory(&ram, &swap) != 0 || swap > 0;
+}
+
+struct walk {
+	uintptr_t hint;
+	bool may_swap;
+	struct hz_range hot; /* the resident run holding the hint, done last */
+	size_t written;
+};
+
+static void finish_run(struct walk *w, struct hz_range run, bool resident)
+{
+	if (hz_range_empty(run))
+		return;
+	if (!resident) {
+		if (w->may_swap)
+			hz_prim_madvise((void *)run.start, hz_range_len(run), MADV_DONTNEED);
+		return;
+	}
+	if (hz_range_contains(run, w->hint)) {
+		w->hot = run;
+		return;
+	}
+	hz_clear((void *)run.start, hz_range_len(run), NULL);
+	w->written += hz_range_len(run);
+}
+
+/* mincore for up to VEC_PAGES pages from at; unknown counts as written. */
+static size_t residency(uintptr_t at, size_t n, unsigned char *vec)
+{
+	if (hz_prim_mincore((void *)at, n, vec) != 0)
+		memset(vec, 1, n / PAGE);
+	return n;
+}
+
+static size_t chunk_len(uintptr_t at, uintptr_t end)
+{
+	return end - at < VEC_PAGES * PAGE ? end - at : VEC_PAGES * PAGE;
+}
+
+static size_t resident_bytes(uintptr_t start, size_t len)
+{
+	unsigned char vec[VEC_PAGES];
+	size_t bytes = 0;
+
+	for (uintptr_t at = start; at < start + len; at += VEC_PAGES * PAGE) {
+		size_t n = residency(at, chunk_len(at, start + len), vec);
+
+		for (size_t i = 0; i < n / PAGE; i++)
+			bytes += (vec[i] & 1) * PAGE;
+	}
+	return bytes;
+}
+
+/* Clear the resident runs, the one holding the hint last. */
+static size_t clear_resident_runs(uintptr_t start, size_t len, uintptr_t hint,
+				  bool may_swap)
+{
+	struct walk w = { hint, may_swap, { 0, 0 }, 0 };
+	unsigned char vec[VEC_PAGES];
+	struct hz_range run = { start, start };
+	bool resident = false;
+
+	for (uintptr_t at = start; at < start + len; at += VEC_PAGES * PAGE) {
+		size_t n = residency(at, chunk_len(at, start + len), vec);
+
+		for (size_t i = 0; i < n / PAGE; i++) {
+			bool r = vec[i] & 1;
+
+			if (r != resident) {
+				run.end = at + i * PAGE;
+				finish_run(&w, run, resident);
+				run.start = run.end;
+				resident = r;
+			}
+		}
+	}
+	run.end = start + len;
+	finish_run(&w, run, resident);
+	if (!hz_range_empty(w.hot)) {
+		hz_clear((void *)w.hot.start, hz_range_len(w.hot), (const void *)hint);
+		w.written += hz_range_len(w.hot);
+	}
+	return w.written;
+}
+
+size_t hz_zero_range(uintptr_t start, size_t len, uintptr_t hint,
+		     enum hz_zero_how how)
+{
+	if (!residency_trusted()) {
+		hz_clear((void *)start, len, (const void *)hint);
+		return len;
+	}
+	/* Below half resident, the next user is unlikely to touch the pages
+	 * either: leave the zeroing to the kernel, on demand. */
+	if (how == HZ_ZERO_ANY && resident_bytes(start, len) < len / 2 &&
+	    hz_prim_madvise((void *)start, len, MADV_DONTNEED) == 0)
+		return 0;
+	return clear_resident_runs(start, len, hint,
+				   how == HZ_ZERO_ANY && swap_possible());
+}

@@ -1,0 +1,36 @@
+/* Making a used range read zero again, paying only for what its last user
+ * touched. */
+#ifndef HZ_ZERO_H
+#define HZ_ZERO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* How a range may be zeroed. */
+enum hz_zero_how {
+	HZ_ZERO_WRITE_ONLY, /* hugetlb: clear resident pages, never drop them */
+	HZ_ZERO_ANY,        /* THP or 4 KiB: dropping pages is allowed too */
+};
+
+/* Zero [start, start + len) (2 MiB aligned, anonymous private memory),
+ * paying for what the last user touched, not for the whole range:
+ *  - Pages never touched (not resident) read zero already: an untouched
+ *    anonymous page is zero-filled on first access. The exception is a page
+ *    swapped out, so when the system has swap those are dropped too.
+ *  - Sparse use (HZ_ZERO_ANY and under half the pages resident): the whole
+ *    range is dropped with one MADV_DONTNEED, and the kernel zero-fills the
+ *    few pages the next user touches. Clearing would write whole huge pages
+ *    the next user probably never touches.
+ *  - Dense use: runs of resident pages are cleared with hz_clear, which is
+ *    faster than the kernel's fault-time clearing and keeps the pages mapped
+ *    (on virtual machines, pages given back are slow to get again). The run
+ *    holding hint is cleared last, with the hint, so it is in the cache.
+ * This relies on mincore and MADV_DONTNEED behaving as on Linux; a start-up
+ * probe checks both, and without them the whole range is cleared.
+ * Returns the bytes written. */
+size_t hz_zero_range(uintptr_t start, size_t len, uintptr_t hint,
+		     enum hz_zero_how how);
+
+
+#endif /* HZ_ZERO_H */
