@@ -183,7 +183,8 @@ static void add_entry(struct entry e, struct batch *b)
 	for (unsigned i = 0; i < entry_count; i++) {
 		struct entry *n = &entries[i];
 
-		if (n->span.backing != e.span.backing || n->clean != e.clean)
+		if (n->span.backing != e.span.backing || n->clean != e.clean ||
+		    hz_span_bytes(&n->span) + hz_span_bytes(&e.span) > cfg.cache_max)
 			continue;
 		if (n->span.start + hz_span_bytes(&n->span) == e.span.start ||
 		    e.span.start + hz_span_bytes(&e.span) == n->span.start) {
