@@ -6,6 +6,7 @@
 #include "blocks.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -132,7 +133,7 @@ static int map_tables(size_t count)
 	return 0;
 }
 
-int hz_blocks_init(void)
+static int reserve(void)
 {
 	size_t size = reservation_size();
 	uintptr_t raw, start;
@@ -165,6 +166,20 @@ int hz_blocks_init(void)
 	hz_info("reserved %zu GiB of address space at %p for large blocks",
 		size >> 30, (void *)start);
 	return 0;
+}
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_result;
+
+static void init(void)
+{
+	init_result = reserve();
+}
+
+int hz_blocks_init(void)
+{
+	pthread_once(&init_once, init);
+	return init_result;
 }
 
 /* ---- blocks ---- */

@@ -27,8 +27,10 @@ struct hz_reservation {
 /* Set once by hz_blocks_init, read without locks. */
 extern struct hz_reservation hz_reservation;
 
-/* Reserve the address space (HUGEZERO_RESERVE, at most half of RLIMIT_AS).
- * Returns 0 or a negative errno value; on failure hugezero serves nothing. */
+/* Reserve the address space (HUGEZERO_RESERVE, at most half of RLIMIT_AS),
+ * once per process: later calls return the first call's result, and calls
+ * from several threads wait for it. Returns 0 or a negative errno value; on
+ * failure hugezero serves nothing. */
 int hz_blocks_init(void);
 
 static inline bool hz_blocks_owns(const void *p)
