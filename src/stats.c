@@ -194,6 +194,21 @@ static void write_file(const char *pattern, const struct text *t)
 	hz_prim_close(fd);
 }
 
+/* 100 and up: out of the way of programs that expect low numbers free. */
+#define REPORT_FD_MIN 100
+static int report_fd = 2;
+
+void hz_stats_keep_stderr(void)
+{
+	int fd;
+
+	if (!hz_option_u64(HZ_OPT_STATS) || hz_option_str(HZ_OPT_STATS_FILE)[0])
+		return;
+	fd = hz_prim_dup_cloexec(2, REPORT_FD_MIN);
+	if (fd >= 0)
+		report_fd = fd;
+}
+
 void hz_stats_report(void)
 {
 	const char *file = hz_option_str(HZ_OPT_STATS_FILE);
@@ -207,6 +222,6 @@ void hz_stats_report(void)
 		write_file(file, &t);
 	} else if (hz_option_u64(HZ_OPT_STATS)) {
 		human(&t, &snapshot);
-		hz_prim_write_all(2, t.buf, t.len);
+		hz_prim_write_all(report_fd, t.buf, t.len);
 	}
 }

@@ -52,6 +52,11 @@ void hz_stats_live(int64_t delta); /* tracks live and peak bytes */
 const char *hz_backing_name(enum hz_backing b);
 const char *hz_fallback_name(enum hz_fallback f);
 
+/* Keep a private copy of stderr for the exit report: programs such as
+ * coreutils close stderr in their atexit handlers, which run before
+ * shared-library destructors. Call once at start-up. */
+void hz_stats_keep_stderr(void);
+
 /* Write the report HUGEZERO_STATS / HUGEZERO_STATS_FILE ask for, if any. */
 void hz_stats_report(void);
 

@@ -51,6 +51,8 @@ HZ_PRIVATE_API void *hz_preload_mmap(hz_resolve_fn r, void *addr, size_t len,
 HZ_PRIVATE_API int hz_preload_munmap(hz_resolve_fn r, void *addr, size_t len);
 HZ_PRIVATE_API void *hz_preload_mremap(hz_resolve_fn r, void *old, size_t old_len,
 				       size_t new_len, int flags, void *new_addr);
+/* Called by the shim's constructor: start-up before main. */
+HZ_PRIVATE_API void hz_preload_start(hz_resolve_fn r);
 /* Called by the shim's destructor: the exit report. */
 HZ_PRIVATE_API void hz_preload_exit(void);
 

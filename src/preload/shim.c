@@ -97,7 +97,7 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
  * report at exit. */
 __attribute__((constructor)) static void preload_start(void)
 {
-	free(malloc(1));
+	hz_preload_start(resolve);
 }
 
 __attribute__((destructor)) static void preload_stop(void)

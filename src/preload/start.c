@@ -58,6 +58,7 @@ static void start(hz_resolve_fn resolve)
 		return;
 	}
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	hz_stats_keep_stderr();
 	hz_preload_threshold = (size_t)hz_option_u64(HZ_OPT_THRESHOLD);
 	__atomic_store_n(&hz_preload_active, 1, __ATOMIC_RELEASE);
 }
@@ -82,6 +83,11 @@ int hz_preload_ready(hz_resolve_fn resolve)
 	while (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != READY)
 		hz_cpu_relax();
 	return 1;
+}
+
+HZ_PRIVATE_API void hz_preload_start(hz_resolve_fn resolve)
+{
+	hz_preload_ready(resolve);
 }
 
 HZ_PRIVATE_API void hz_preload_exit(void)

@@ -178,6 +178,11 @@ int hz_prim_close(int fd)
 	return (int)SYSCALL(SYS_close, fd);
 }
 
+int hz_prim_dup_cloexec(int fd, int min)
+{
+	return (int)SYSCALL(SYS_fcntl, fd, F_DUPFD_CLOEXEC, min);
+}
+
 uint64_t hz_prim_address_space_limit(void)
 {
 	struct rlimit rl;

@@ -53,6 +53,9 @@ int hz_prim_read_u64(const char *path, uint64_t *out);
 int hz_prim_create_file(const char *path);
 int hz_prim_close(int fd);
 
+/* A close-on-exec duplicate of fd numbered min or above, or -errno. */
+int hz_prim_dup_cloexec(int fd, int min);
+
 /* RLIMIT_AS soft limit, or UINT64_MAX when unlimited. */
 uint64_t hz_prim_address_space_limit(void);
 

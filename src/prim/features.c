@@ -1,0 +1,80 @@
+#include "features.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "prim.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+#define SYS_CACHESTAT 451 /* the same number on x86_64 and arm64 */
+
+#define PROBE_LEN ((size_t)2 << 20)
+
+/* Run advice on a fresh 2 MiB private mapping; returns madvise's result. */
+static int try_advice(int advice)
+{
+	void *mem;
+	int ret;
+
+	if (hz_prim_mmap(NULL, PROBE_LEN, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &mem) != 0)
+		return -ENOMEM;
+	ret = hz_prim_madvise(mem, PROBE_LEN, advice);
+	hz_prim_munmap(mem, PROBE_LEN);
+	return ret;
+}
+
+bool hz_feature_populate_write(void)
+{
+	return try_advice(MADV_POPULATE_WRITE) == 0;
+}
+
+bool hz_feature_collapse(void)
+{
+	uintptr_t aligned;
+	void *mem;
+	int ret;
+
+	/* MADV_COLLAPSE needs a whole, populated, 2 MiB-aligned range; it
+	 * answers EINVAL for anything else, as for an unknown advice. */
+	if (hz_prim_mmap(NULL, 2 * PROBE_LEN, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &mem) != 0)
+		return false;
+	aligned = ((uintptr_t)mem + PROBE_LEN - 1) & ~(uintptr_t)(PROBE_LEN - 1);
+	for (size_t off = 0; off < PROBE_LEN; off += 4096)
+		*(volatile char *)(aligned + off) = 1;
+	ret = hz_prim_madvise((void *)aligned, PROBE_LEN, MADV_COLLAPSE);
+	hz_prim_munmap(mem, 2 * PROBE_LEN);
+	/* EAGAIN, ENOMEM: the advice exists but could not be served now. */
+	return ret != -EINVAL;
+}
+
+bool hz_feature_cachestat(void)
+{
+	int saved = errno;
+	long ret = syscall(SYS_CACHESTAT, -1, NULL, NULL, 0);
+	bool present = ret == -1 && errno != ENOSYS;
+
+	errno = saved;
+	return present;
+}
+
+bool hz_feature_anon_name(void)
+{
+	void *mem;
+	int ret;
+
+	if (hz_prim_mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &mem) != 0)
+		return false;
+	ret = hz_prim_name_mapping(mem, 4096, "hugezero-probe");
+	hz_prim_munmap(mem, 4096);
+	return ret == 0;
+}

@@ -1,0 +1,390 @@
+/* hugezero: run programs under hugezero and explain the system's readiness.
+ *
+ *   hugezero run [OPTIONS] [--] CMD [ARGS...]
+ *   hugezero status
+ *   hugezero --version | --help
+ *
+ * Exit status: the command's own for `run`; 0 success; 2 usage error;
+ * 126 the command cannot be executed; 127 it was not found; 1 other errors. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <hugezero.h>
+
+#include "options.h"
+#include "prim/features.h"
+#include "prim/prim.h"
+
+#define EXIT_USAGE 2
+
+static const char usage_main[] =
+	"usage: hugezero COMMAND [ARGS...]\n"
+	"\n"
+	"commands:\n"
+	"  run [OPTIONS] [--] CMD [ARGS...]  run CMD with libhugezero-preload.so\n"
+	"  status                            kernel, huge pages, CPU and options, with advice\n"
+	"\n"
+	"  hugezero --version    print the version\n"
+	"  hugezero COMMAND --help\n"
+	"\n"
+	"exit status: run passes the command's through; 0 success, 2 usage error,\n"
+	"126 command not executable, 127 command not found, 1 other errors.\n";
+
+static const char usage_run[] =
+	"usage: hugezero run [OPTIONS] [--] CMD [ARGS...]\n"
+	"\n"
+	"Runs CMD with libhugezero-preload.so appended to LD_PRELOAD; each option\n"
+	"sets the HUGEZERO_* variable named after it (see hugezero(7)).\n"
+	"\n"
+	"  --backing auto|hugetlb1g|hugetlb2m|thp|none   HUGEZERO_BACKING\n"
+	"  --threshold SIZE        HUGEZERO_THRESHOLD, e.g. 2M (default), 512K\n"
+	"  --populate              HUGEZERO_POPULATE=1: fault new blocks in at once\n"
+	"  --no-populate           HUGEZERO_POPULATE=0 (default)\n"
+	"  --prezero thread|sync|off   HUGEZERO_PREZERO\n"
+	"  --exec off|advise|remap     HUGEZERO_EXEC\n"
+	"  --stats                 HUGEZERO_STATS=1: a summary on stderr at exit\n"
+	"  --verbose, -v           HUGEZERO_VERBOSE=1; twice for 2\n"
+	"  --help                  this text\n";
+
+/* Check value against the option's table entry and export it. */
+static int set_option(const char *flag, enum hz_option_id id, const char *value)
+{
+	const struct hz_option_desc *d = hz_option_desc(id);
+	char text[HZ_OPTION_TEXT_MAX];
+	uint64_t v;
+
+	if (value == NULL) {
+		fprintf(stderr, "hugezero run: %s needs a value (%s)\n", flag, d->choices);
+		return -1;
+	}
+	if (hz_option_parse(d, value, &v, text) != 0) {
+		fprintf(stderr, "hugezero run: %s '%s' is not valid; expected %s\n", flag,
+			value, d->choices);
+		return -1;
+	}
+	setenv(d->env, value, 1);
+	return 0;
+}
+
+/* The preload sits next to the libhugezero.so this program runs with,
+ * in the build tree or where it was installed. */
+static int preload_path(char *out, size_t size)
+{
+	Dl_info info;
+	const char *slash;
+
+	if (!dladdr((void *)hz_version, &info) || !info.dli_fname)
+		return -1;
+	slash = strrchr(info.dli_fname, '/');
+	if (!slash)
+		return -1;
+	if (snprintf(out, size, "%.*s/libhugezero-preload.so",
+		     (int)(slash - info.dli_fname), info.dli_fname) >= (int)size)
+		return -1;
+	return access(out, R_OK) == 0 ? 0 : -1;
+}
+
+static int append_preload(void)
+{
+	const char *old = getenv("LD_PRELOAD");
+	char path[4096], *value;
+
+	if (preload_path(path, sizeof(path)) != 0) {
+		fprintf(stderr, "hugezero run: cannot find libhugezero-preload.so next to "
+				"libhugezero.so (is the installation complete?)\n");
+		return -1;
+	}
+	if (old && *old) {
+		value = malloc(strlen(old) + strlen(path) + 2);
+		if (!value)
+			return -1;
+		sprintf(value, "%s:%s", old, path);
+	} else {
+		value = strdup(path);
+	}
+	if (!value || setenv("LD_PRELOAD", value, 1) != 0)
+		return -1;
+	free(value);
+	return 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	int verbose = 0, i;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
+		int used_next = 1, ret = 0;
+
+		if (strcmp(a, "--") == 0) {
+			i++;
+			break;
+		}
+		if (a[0] != '-')
+			break;
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			fputs(usage_run, stdout);
+			return 0;
+		} else if (strcmp(a, "--backing") == 0) {
+			ret = set_option(a, HZ_OPT_BACKING, next);
+		} else if (strcmp(a, "--threshold") == 0) {
+			ret = set_option(a, HZ_OPT_THRESHOLD, next);
+		} else if (strcmp(a, "--prezero") == 0) {
+			ret = set_option(a, HZ_OPT_PREZERO, next);
+		} else if (strcmp(a, "--exec") == 0) {
+			if (!next || (strcmp(next, "off") && strcmp(next, "advise") &&
+				      strcmp(next, "remap"))) {
+				fprintf(stderr, "hugezero run: --exec expects off|advise|remap\n");
+				ret = -1;
+			} else {
+				setenv("HUGEZERO_EXEC", next, 1);
+			}
+		} else {
+			used_next = 0;
+			if (strcmp(a, "--populate") == 0)
+				setenv("HUGEZERO_POPULATE", "1", 1);
+			else if (strcmp(a, "--no-populate") == 0)
+				setenv("HUGEZERO_POPULATE", "0", 1);
+			else if (strcmp(a, "--stats") == 0)
+				setenv("HUGEZERO_STATS", "1", 1);
+			else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0)
+				verbose = verbose < 2 ? verbose + 1 : 2;
+			else if (strcmp(a, "-vv") == 0)
+				verbose = 2;
+			else {
+				fprintf(stderr, "hugezero run: unknown option '%s'\n%s", a, usage_run);
+				return EXIT_USAGE;
+			}
+		}
+		if (ret != 0)
+			return EXIT_USAGE;
+		i += used_next;
+	}
+	if (i >= argc) {
+		fprintf(stderr, "hugezero run: no command given\n%s", usage_run);
+		return EXIT_USAGE;
+	}
+	if (verbose)
+		setenv("HUGEZERO_VERBOSE", verbose == 1 ? "1" : "2", 1);
+	if (append_preload() != 0)
+		return 1;
+	execvp(argv[i], argv + i);
+	fprintf(stderr, "hugezero run: %s: %s\n", argv[i], strerror(errno));
+	return errno == ENOENT ? 127 : 126;
+}
+
+/* ---- status ---- */
+
+static void read_line(const char *path, char *buf, size_t size)
+{
+	if (hz_prim_read_file(path, buf, size) < 0)
+		snprintf(buf, size, "(unreadable)");
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+static void show_kernel(void)
+{
+	struct utsname u;
+
+	uname(&u);
+	printf("kernel\n  %s %s %s\n", u.sysname, u.release, u.machine);
+	printf("  MADV_POPULATE_WRITE   %s\n", hz_feature_populate_write() ? "yes" : "missing (needs 5.14)");
+	printf("  MADV_COLLAPSE         %s\n", hz_feature_collapse() ? "yes" : "missing (needs 6.1)");
+	printf("  cachestat             %s\n", hz_feature_cachestat() ? "yes" : "missing (needs 6.5)");
+	printf("  PR_SET_VMA_ANON_NAME  %s\n", hz_feature_anon_name() ? "yes" :
+	       "missing (needs 5.17 and CONFIG_ANON_VMA_NAME): mappings stay unnamed");
+}
+
+struct advice {
+	char lines[8][256];
+	int count;
+};
+
+static void advise(struct advice *a, const char *text)
+{
+	if (a->count < 8)
+		snprintf(a->lines[a->count++], sizeof(a->lines[0]), "%s", text);
+}
+
+static void show_thp(struct advice *a)
+{
+	static const char dir[] = "/sys/kernel/mm/transparent_hugepage";
+	static const char *const sizes[] = { "16kB", "32kB", "64kB", "128kB", "256kB",
+					     "512kB", "1024kB", "2048kB" };
+	char path[256], buf[256];
+
+	printf("transparent huge pages\n");
+	snprintf(path, sizeof(path), "%s/enabled", dir);
+	read_line(path, buf, sizeof(buf));
+	printf("  enabled   %s\n", buf);
+	if (strstr(buf, "[never]"))
+		advise(a, "THP is off: hugezero falls back to 4 KiB pages. Enable it for "
+			  "madvise users:\n    echo madvise > /sys/kernel/mm/transparent_hugepage/enabled");
+	snprintf(path, sizeof(path), "%s/defrag", dir);
+	read_line(path, buf, sizeof(buf));
+	printf("  defrag    %s\n", buf);
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		snprintf(path, sizeof(path), "%s/hugepages-%s/enabled", dir, sizes[i]);
+		if (hz_prim_read_file(path, buf, sizeof(buf)) < 0)
+			continue;
+		buf[strcspn(buf, "\n")] = '\0';
+		printf("  mTHP %-7s %s\n", sizes[i], buf);
+		if (strcmp(sizes[i], "64kB") == 0 && strstr(buf, "[never]"))
+			advise(a, "64 KiB mTHP is off, so `--exec remap` can only use 2 MiB pages. "
+				  "To allow 64 KiB folios for madvised memory:\n"
+				  "    echo inherit > /sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled");
+	}
+}
+
+static void show_hugetlb(struct advice *a)
+{
+	static const char *const pools[] = { "hugepages-2048kB", "hugepages-1048576kB" };
+	uint64_t total2m = 0;
+
+	printf("hugetlb pools\n");
+	for (size_t i = 0; i < 2; i++) {
+		char path[128];
+		uint64_t total = 0, free_pages = 0;
+
+		snprintf(path, sizeof(path), "/sys/kernel/mm/hugepages/%s/nr_hugepages", pools[i]);
+		if (hz_prim_read_u64(path, &total) != 0) {
+			printf("  %-20s not supported\n", pools[i] + 10);
+			continue;
+		}
+		snprintf(path, sizeof(path), "/sys/kernel/mm/hugepages/%s/free_hugepages", pools[i]);
+		hz_prim_read_u64(path, &free_pages);
+		printf("  %-8s %llu pages, %llu free\n", pools[i] + 10,
+		       (unsigned long long)total, (unsigned long long)free_pages);
+		if (i == 0)
+			total2m = total;
+	}
+	if (total2m == 0)
+		advise(a, "The 2 MiB hugetlb pool is empty, so large blocks use THP. Pool pages "
+			  "fault fastest (on VMs too); to reserve 4 GiB of them:\n"
+			  "    sysctl -w vm.nr_hugepages=2048");
+}
+
+static void show_clearing(void)
+{
+	printf("clearing kernels\n");
+	for (unsigned i = 0; i < hz_clear_kernel_count(); i++) {
+		const char *why = NULL;
+		int ok = hz_clear_kernel_supported(i, &why);
+
+		printf("  %-10s %-9s %s%s\n", hz_clear_kernel_name(i),
+		       hz_clear_kernel_nontemporal(i) ? "streaming" : "cached",
+		       ok ? "available" : "unavailable: ", ok ? "" : why);
+	}
+	printf("  auto: %s below HUGEZERO_CLEAR_NT_MIN (%llu bytes), %s from there on\n",
+	       hz_clear_kernel_for(1), (unsigned long long)hz_option_u64(HZ_OPT_CLEAR_NT_MIN),
+	       hz_clear_kernel_for((size_t)1 << 30));
+}
+
+static void format_value(enum hz_option_id id, char *out, size_t size)
+{
+	const struct hz_option_desc *d = hz_option_desc(id);
+	uint64_t v = hz_option_u64(id);
+	const char *c = d->choices;
+
+	switch (d->type) {
+	case HZ_OPT_SIZE: {
+		static const char units[] = "KMGT";
+		int u = -1;
+
+		while (u < 3 && v >= 1024 && v % 1024 == 0) {
+			v /= 1024;
+			u++;
+		}
+		snprintf(out, size, u < 0 ? "%llu" : "%llu%c", (unsigned long long)v,
+			 u < 0 ? 0 : units[u]);
+		break;
+	}
+	case HZ_OPT_ENUM:
+		for (uint64_t i = 0; i < v && strchr(c, '|'); i++)
+			c = strchr(c, '|') + 1;
+		snprintf(out, size, "%.*s", (int)strcspn(c, "|"), c);
+		break;
+	case HZ_OPT_NAME:
+	case HZ_OPT_PATH:
+		snprintf(out, size, "%s", hz_option_str(id)[0] ? hz_option_str(id) : "(none)");
+		break;
+	default:
+		snprintf(out, size, "%llu", (unsigned long long)v);
+		break;
+	}
+}
+
+static void show_options(struct advice *a)
+{
+	static const char *const sources[] = { "default", "environment",
+					       "default: the environment's value is invalid" };
+
+	printf("options (HUGEZERO_*, in this environment)\n");
+	for (unsigned id = 0; id < HZ_OPT_COUNT; id++) {
+		char value[HZ_OPTION_TEXT_MAX];
+		enum hz_option_source src = hz_option_source((enum hz_option_id)id);
+
+		format_value((enum hz_option_id)id, value, sizeof(value));
+		printf("  %-22s %-10s (%s)\n", hz_option_desc((enum hz_option_id)id)->env,
+		       value, sources[src]);
+		if (src == HZ_SRC_INVALID_ENV)
+			advise(a, "An HUGEZERO_* variable above has an invalid value; "
+				  "`hugezero run --help` lists valid ones.");
+	}
+}
+
+static int cmd_status(int argc, char **argv)
+{
+	struct advice a = { .count = 0 };
+
+	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		puts("usage: hugezero status\n\nPrints the kernel's features, THP and mTHP "
+		     "settings, hugetlb pools,\nthe CPU's clearing kernels and every HUGEZERO_* "
+		     "option, then advice with\nthe exact command for each change worth making.");
+		return 0;
+	}
+	if (argc > 1) {
+		fprintf(stderr, "hugezero status: unexpected argument '%s'\n", argv[1]);
+		return EXIT_USAGE;
+	}
+	printf("hugezero %s\n\n", hz_version());
+	show_kernel();
+	show_thp(&a);
+	show_hugetlb(&a);
+	show_clearing();
+	show_options(&a);
+	printf("\nadvice\n");
+	if (a.count == 0)
+		printf("  none: this system is ready.\n");
+	for (int i = 0; i < a.count; i++)
+		printf("  - %s\n", a.lines[i]);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage_main, stderr);
+		return EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("hugezero %s\n", hz_version());
+		return 0;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		fputs(usage_main, stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "run") == 0)
+		return cmd_run(argc - 1, argv + 1);
+	if (strcmp(argv[1], "status") == 0)
+		return cmd_status(argc - 1, argv + 1);
+	fprintf(stderr, "hugezero: unknown command '%s'\n%s", argv[1], usage_main);
+	return EXIT_USAGE;
+}
