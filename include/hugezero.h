@@ -33,8 +33,9 @@ HZ_API const char *hz_version(void);
  * 4 KiB on each side, default 2) are cleared last with cached stores, so they
  * are in the cache when hz_clear returns. The rest is cleared first: the part
  * right of that neighbourhood, then the part left of it, each as one
- * contiguous pass with the kernel that is fastest for its length
- * (non-temporal stores from HUGEZERO_CLEAR_NT_MIN bytes, default 64 KiB).
+ * contiguous pass, with non-temporal stores when the call is at least
+ * HUGEZERO_CLEAR_NT_MIN bytes (default 64 KiB). Shorter calls are one pass
+ * of cached stores.
  *
  * A hint outside the range counts as NULL. len == 0 does nothing. dst may
  * have any alignment. The memory must be writable; hz_clear cannot fail. */
