@@ -64,4 +64,28 @@ static inline bool hz_is_pow2(size_t x)
 	return x != 0 && (x & (x - 1)) == 0;
 }
 
+/* The aligned interior of r: start rounded up and end rounded down to align
+ * (a power of two); empty (start == end) when no aligned block fits. */
+static inline struct hz_range hz_range_align_in(struct hz_range r, size_t align)
+{
+	uintptr_t start = hz_align_up(r.start, align);
+	uintptr_t end = hz_align_down(r.end, align);
+
+	if (end < start)
+		end = start;
+	return (struct hz_range){ start, end };
+}
+
+/* r grown to align (start rounded down, end rounded up), then clamped to
+ * limit: the exec-folio chunking of the kernel's readahead, which never
+ * reaches past the mapping. */
+static inline struct hz_range hz_range_align_out(struct hz_range r, size_t align,
+						 struct hz_range limit)
+{
+	struct hz_range out = { hz_align_down(r.start, align),
+				hz_align_up(r.end, align) };
+
+	return hz_range_clamp(out, limit);
+}
+
 #endif /* HZ_RANGE_H */

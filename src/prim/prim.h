@@ -64,4 +64,49 @@ uint64_t hz_prim_now_ns(void);
 
 pid_t hz_prim_getpid(void);
 
+/* ---- executable text (src/exec) ---- */
+
+/* Open a file read-only (O_RDONLY | O_CLOEXEC). Returns the fd or a
+ * negative errno value. */
+int hz_prim_open_read(const char *path);
+
+/* Open /proc/PID/<name> read-only; pid 0 is the calling process. */
+int hz_prim_open_proc(pid_t pid, const char *name);
+
+/* Open /proc/kpageflags (root only: 0400). */
+int hz_prim_open_kpageflags(void);
+
+/* read(2) and pread(2), retrying on EINTR. Return the byte count (0 at end
+ * of file) or a negative errno value. */
+ssize_t hz_prim_read(int fd, void *buf, size_t len);
+ssize_t hz_prim_pread(int fd, void *buf, size_t len, uint64_t off);
+
+/* Size of the regular file open as fd (fstat). */
+int hz_prim_file_size(int fd, uint64_t *size);
+
+/* Bytes of [off, off + len) of fd's file in the page cache, from
+ * cachestat(2) (Linux 6.5; -ENOSYS before). */
+int hz_prim_cachestat(int fd, uint64_t off, uint64_t len, uint64_t *cached);
+
+/* posix_fadvise(2) as a system call (fadvise64). */
+int hz_prim_fadvise(int fd, uint64_t off, uint64_t len, int advice);
+
+/* Release "major.minor" of the running kernel (uname(2)). */
+int hz_prim_kernel_version(unsigned *major, unsigned *minor);
+
+/* Threads of the calling process ("Threads:" of /proc/self/status). */
+int hz_prim_thread_count(unsigned *count);
+
+/* Open path for appending, creating it mode 0644 if absent, never through a
+ * symlink; refused (-EPERM) unless it is a regular file owned by the
+ * effective user. For /tmp/perf-PID.map, which other writers (JITs) share. */
+int hz_prim_open_append(const char *path);
+
+/* Move [old, old + len) over [new_addr, new_addr + len):
+ * mremap(old, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, new_addr). The
+ * system-call instruction is inline here, in libhugezero.so, and not in the
+ * C library's syscall(): this call may replace the C library's own text, and
+ * the code making the move must not be inside what it moves. */
+int hz_prim_move_mapping(void *old, size_t len, void *new_addr);
+
 #endif /* HZ_PRIM_H */
