@@ -17,6 +17,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "blocks.h"
@@ -276,25 +277,50 @@ static enum hz_zero_how zero_how(const struct hz_span *s)
 	return s->backing <= HZ_BACKING_HUGETLB2M ? HZ_ZERO_WRITE_ONLY : HZ_ZERO_ANY;
 }
 
+/* Sparse use earns 4 KiB pages: a block whose last user touched under half
+ * of it is dropped (hz_zero_choose) and gets MADV_NOHUGEPAGE, so the next
+ * sparse user faults 4 KiB pages instead of zeroing 2 MiB per touch and the
+ * RSS stays what glibc's would be. Dense use earns THP back. */
+static void adapt_backing(struct hz_span *s, enum hz_zero_method m)
+{
+	if (m == HZ_ZERO_DROP && s->backing == HZ_BACKING_THP) {
+		hz_prim_madvise((void *)s->start, hz_span_bytes(s), MADV_NOHUGEPAGE);
+		s->backing = HZ_BACKING_SMALL;
+		hz_stats_add(thp_demoted, 1);
+	} else if (m == HZ_ZERO_CLEAR && s->backing == HZ_BACKING_SMALL &&
+		   hz_backing_first(hz_span_bytes(s)) <= HZ_BACKING_THP &&
+		   hz_prim_madvise((void *)s->start, hz_span_bytes(s), MADV_HUGEPAGE) == 0) {
+		s->backing = HZ_BACKING_THP;
+		hz_stats_add(thp_promoted, 1);
+	}
+}
+
 /* ---- the pre-zero thread ---- */
 
 static void wake_thread(void);
 
 /* Zero the in-flight span from the end down, unit by unit, until done or
- * claimed. Returns the bytes from the start still dirty. */
-static size_t zero_in_flight(const struct hz_span *s)
+ * claimed (a sparse span is dropped at once). Returns the bytes from the
+ * start still dirty. */
+static size_t zero_in_flight(struct hz_span *s)
 {
 	enum hz_zero_how how = zero_how(s);
+	enum hz_zero_method m = hz_zero_choose(s->start, hz_span_bytes(s), how);
 	size_t top = hz_span_bytes(s);
 	uint64_t t0 = hz_prim_now_ns();
 	size_t written = 0;
 
+	if (m == HZ_ZERO_DROP) {
+		hz_zero_with(s->start, top, 0, m, how);
+		top = 0;
+	}
 	while (top > 0 && !__atomic_load_n(&flight.claim, __ATOMIC_ACQUIRE)) {
 		size_t unit = top < cfg.unit ? top : cfg.unit;
 
 		top -= unit;
-		written += hz_zero_range(s->start + top, unit, 0, how);
+		written += hz_zero_with(s->start + top, unit, 0, m, how);
 	}
+	adapt_backing(s, m);
 	hz_stats_add(prezeroed_bytes, written);
 	hz_stats_add(prezero_ns, hz_prim_now_ns() - t0);
 	return top;
@@ -364,9 +390,13 @@ static void *prezero_main(void *arg)
 			wait_for_work();
 			continue;
 		}
-		size_t remaining = zero_in_flight(&flight.span);
+		/* flight.span is only read while the lock is free: work on a
+		 * copy, publish it with the lock. */
+		struct hz_span span = flight.span;
+		size_t remaining = zero_in_flight(&span);
 
 		hz_lock(&lock);
+		flight.span = span;
 		finish_flight(remaining, &b);
 		hz_unlock(&lock);
 		release_batch(&b);
@@ -476,10 +506,12 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 	hz_stats_add(cache_hits, 1);
 	if (zero && dirty > 0) {
 		uint64_t t0 = hz_prim_now_ns();
+		enum hz_zero_method m = hz_zero_choose(span.start, dirty, zero_how(&span));
 
 		hz_stats_add(cleared_bytes,
-			     hz_zero_range(span.start, dirty, span.start, zero_how(&span)));
+			     hz_zero_with(span.start, dirty, span.start, m, zero_how(&span)));
 		hz_stats_add(clear_ns, hz_prim_now_ns() - t0);
+		adapt_backing(&span, m);
 	}
 	hz_blocks_revive(&span);
 	*out = (void *)span.start;

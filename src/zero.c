@@ -48,17 +48,27 @@ static bool residency_trusted(void)
 	return r == TRUSTED;
 }
 
-/* With swap, a page that is not resident may still hold data. */
+/* With swap, a page that is not resident may still hold data. Checked at
+ * most once a second: swapon is rare, and sysinfo on every free is not. */
 static bool swap_possible(void)
 {
-	uint64_t ram, swap;
+	static uint64_t checked_at;
+	static int present = 1;
+	uint64_t now = hz_prim_now_ns(), ram, swap;
 
-	return hz_prim_memory(&ram, &swap) != 0 || swap > 0;
+	if (now - __atomic_load_n(&checked_at, __ATOMIC_RELAXED) > 1000000000u ||
+	    __atomic_load_n(&checked_at, __ATOMIC_RELAXED) == 0) {
+		__atomic_store_n(&present, hz_prim_memory(&ram, &swap) != 0 || swap > 0,
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&checked_at, now, __ATOMIC_RELAXED);
+	}
+	return __atomic_load_n(&present, __ATOMIC_RELAXED);
 }
 
 struct walk {
 	uintptr_t hint;
 	bool may_swap;
+	bool drop;           /* drop resident runs instead of clearing them */
 	struct hz_range hot; /* the resident run holding the hint, done last */
 	size_t written;
 };
@@ -72,7 +82,10 @@ static void finish_run(struct walk *w, struct hz_range run, bool resident)
 			hz_prim_madvise((void *)run.start, hz_range_len(run), MADV_DONTNEED);
 		return;
 	}
-	if (hz_range_contains(run, w->hint)) {
+	if (w->drop) {
+		if (hz_prim_madvise((void *)run.start, hz_range_len(run), MADV_DONTNEED) == 0)
+			return;
+	} else if (hz_range_contains(run, w->hint)) {
 		w->hot = run;
 		return;
 	}
@@ -107,11 +120,11 @@ static size_t resident_bytes(uintptr_t start, size_t len)
 	return bytes;
 }
 
-/* Clear the resident runs, the one holding the hint last. */
-static size_t clear_resident_runs(uintptr_t start, size_t len, uintptr_t hint,
-				  bool may_swap)
+/* Clear (or drop) the resident runs, the one holding the hint last. */
+static size_t zero_resident_runs(uintptr_t start, size_t len, uintptr_t hint,
+				 bool may_swap, bool drop)
 {
-	struct walk w = { hint, may_swap, { 0, 0 }, 0 };
+	struct walk w = { hint, may_swap, drop, { 0, 0 }, 0 };
 	unsigned char vec[VEC_PAGES];
 	struct hz_range run = { start, start };
 	bool resident = false;
@@ -139,18 +152,37 @@ static size_t clear_resident_runs(uintptr_t start, size_t len, uintptr_t hint,
 	return w.written;
 }
 
-size_t hz_zero_range(uintptr_t start, size_t len, uintptr_t hint,
-		     enum hz_zero_how how)
+/* Below half resident, the next user is unlikely to touch the pages
+ * either: leave the zeroing to the kernel, on demand. */
+enum hz_zero_method hz_zero_choose(uintptr_t start, size_t len, enum hz_zero_how how)
+{
+	if (how == HZ_ZERO_ANY && residency_trusted() && resident_bytes(start, len) < len / 2)
+		return HZ_ZERO_DROP;
+	return HZ_ZERO_CLEAR;
+}
+
+size_t hz_zero_with(uintptr_t start, size_t len, uintptr_t hint,
+		    enum hz_zero_method method, enum hz_zero_how how)
 {
 	if (!residency_trusted()) {
 		hz_clear((void *)start, len, (const void *)hint);
 		return len;
 	}
-	/* Below half resident, the next user is unlikely to touch the pages
-	 * either: leave the zeroing to the kernel, on demand. */
-	if (how == HZ_ZERO_ANY && resident_bytes(start, len) < len / 2 &&
-	    hz_prim_madvise((void *)start, len, MADV_DONTNEED) == 0)
-		return 0;
-	return clear_resident_runs(start, len, hint,
-				   how == HZ_ZERO_ANY && swap_possible());
+	/* Dropping only the resident runs spares the kernel a walk over page
+	 * tables that are mostly empty; with swap the whole range goes, as
+	 * pages that look untouched may be swapped out. */
+	if (method == HZ_ZERO_DROP && how == HZ_ZERO_ANY) {
+		if (!swap_possible())
+			return zero_resident_runs(start, len, hint, false, true);
+		if (hz_prim_madvise((void *)start, len, MADV_DONTNEED) == 0)
+			return 0;
+	}
+	return zero_resident_runs(start, len, hint, how == HZ_ZERO_ANY && swap_possible(),
+				  false);
+}
+
+size_t hz_zero_range(uintptr_t start, size_t len, uintptr_t hint,
+		     enum hz_zero_how how)
+{
+	return hz_zero_with(start, len, hint, hz_zero_choose(start, len, how), how);
 }

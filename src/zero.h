@@ -32,5 +32,13 @@ enum hz_zero_how {
 size_t hz_zero_range(uintptr_t start, size_t len, uintptr_t hint,
 		     enum hz_zero_how how);
 
+/* hz_zero_range in two steps, for callers that act on the choice (the
+ * recycler gives sparsely used blocks 4 KiB pages from then on). */
+enum hz_zero_method { HZ_ZERO_DROP, HZ_ZERO_CLEAR };
+
+enum hz_zero_method hz_zero_choose(uintptr_t start, size_t len, enum hz_zero_how how);
+size_t hz_zero_with(uintptr_t start, size_t len, uintptr_t hint,
+		    enum hz_zero_method method, enum hz_zero_how how);
+
 
 #endif /* HZ_ZERO_H */

@@ -19,6 +19,7 @@
 #include "options.h"
 #include "prim/features.h"
 #include "prim/prim.h"
+#include "quickbench.h"
 
 #define EXIT_USAGE 2
 
@@ -28,6 +29,7 @@ static const char usage_main[] =
 	"commands:\n"
 	"  run [OPTIONS] [--] CMD [ARGS...]  run CMD with libhugezero-preload.so\n"
 	"  status                            kernel, huge pages, CPU and options, with advice\n"
+	"  bench [quick|full]                hugezero against glibc on this machine\n"
 	"\n"
 	"  hugezero --version    print the version\n"
 	"  hugezero COMMAND --help\n"
@@ -89,16 +91,22 @@ static int preload_path(char *out, size_t size)
 	return access(out, R_OK) == 0 ? 0 : -1;
 }
 
+static int find_preload(const char *who, char *path, size_t size)
+{
+	if (preload_path(path, size) == 0)
+		return 0;
+	fprintf(stderr, "hugezero %s: cannot find libhugezero-preload.so next to "
+			"libhugezero.so (is the installation complete?)\n", who);
+	return -1;
+}
+
 static int append_preload(void)
 {
 	const char *old = getenv("LD_PRELOAD");
 	char path[4096], *value;
 
-	if (preload_path(path, sizeof(path)) != 0) {
-		fprintf(stderr, "hugezero run: cannot find libhugezero-preload.so next to "
-				"libhugezero.so (is the installation complete?)\n");
+	if (find_preload("run", path, sizeof(path)) != 0)
 		return -1;
-	}
 	if (old && *old) {
 		value = malloc(strlen(old) + strlen(path) + 2);
 		if (!value)
@@ -366,6 +374,33 @@ static int cmd_status(int argc, char **argv)
 	return 0;
 }
 
+static int cmd_bench(int argc, char **argv)
+{
+	char preload[4096], self[4096];
+	ssize_t n;
+	int rounds;
+
+	if (argc > 2 && strcmp(argv[1], "--worker") == 0)
+		return hz_quickbench_worker(atoi(argv[2]));
+	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		puts("usage: hugezero bench [quick|full]\n\nTimes calloc + write + free "
+		     "cycles of 64 and 256 MiB with glibc and with\nhugezero, alternating, "
+		     "and prints medians and the speedup. quick: 5 rounds\n(under a minute), "
+		     "full: 15.");
+		return 0;
+	}
+	rounds = hz_quickbench_rounds(argc > 1 ? argv[1] : NULL);
+	if (rounds < 0 || argc > 2) {
+		fprintf(stderr, "hugezero bench: expected quick or full, got '%s'\n", argv[1]);
+		return EXIT_USAGE;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0 || find_preload("bench", preload, sizeof(preload)) != 0)
+		return 1;
+	self[n] = '\0';
+	return hz_quickbench(self, preload, rounds);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -385,6 +420,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (strcmp(argv[1], "status") == 0)
 		return cmd_status(argc - 1, argv + 1);
+	if (strcmp(argv[1], "bench") == 0)
+		return cmd_bench(argc - 1, argv + 1);
 	fprintf(stderr, "hugezero: unknown command '%s'\n%s", argv[1], usage_main);
 	return EXIT_USAGE;
 }
