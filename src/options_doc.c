@@ -52,3 +52,34 @@ size_t hz_options_markdown(char *buf, size_t size)
 	}
 	return used;
 }
+
+/* man text: a leading '.' or '\'' would be a request, '\' an escape. */
+static void escape_roff(const char *in, char *out, size_t size)
+{
+	size_t o = 0;
+
+	for (; *in && o + 3 < size; in++) {
+		if (*in == '\\' || *in == '-')
+			out[o++] = '\\';
+		out[o++] = *in;
+	}
+	out[o] = '\0';
+}
+
+size_t hz_options_man(char *buf, size_t size)
+{
+	char row[1024], choices[256], doc[512], def[128];
+	size_t used = 0;
+
+	for (unsigned id = 0; id < HZ_OPT_COUNT; id++) {
+		const struct hz_option_desc *d = hz_option_desc((enum hz_option_id)id);
+
+		escape_roff(d->choices, choices, sizeof(choices));
+		escape_roff(d->doc, doc, sizeof(doc));
+		escape_roff(d->def[0] ? d->def : "(none)", def, sizeof(def));
+		snprintf(row, sizeof(row), "%s.B %s\n%s\nDefault: %s; valid: %s.\n",
+			 id ? ".TP\n" : "", d->env, doc, def, choices);
+		used = append(buf, size, used, row);
+	}
+	return used;
+}

@@ -8,4 +8,7 @@
  * caller can size the buffer. */
 size_t hz_options_markdown(char *buf, size_t size);
 
+/* The same as man(7) paragraphs (.TP entries), for hugezero.7. */
+size_t hz_options_man(char *buf, size_t size);
+
 #endif /* HZ_OPTIONS_DOC_H */
