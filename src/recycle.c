@@ -79,7 +79,10 @@ static struct in_flight flight;
 static size_t calloc_demand;
 
 static pthread_mutex_t wake_mutex = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t wake_cond;
+/* Statically initialised (CLOCK_REALTIME): a free racing the thread's
+ * start may signal it before the thread exists. The timed wait is only a
+ * tick for the decay, so a clock jump costs one early or late tick. */
+static pthread_cond_t wake_cond = PTHREAD_COND_INITIALIZER;
 static int thread_started;
 static int wake_pending;
 
@@ -358,7 +361,7 @@ static void wait_for_work(void)
 
 	pthread_mutex_lock(&wake_mutex);
 	if (!wake_pending) {
-		clock_gettime(CLOCK_MONOTONIC, &until);
+		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_nsec += TICK_NS;
 		if (until.tv_nsec >= 1000000000) {
 			until.tv_sec++;
@@ -409,16 +412,12 @@ static void *prezero_main(void *arg)
  * exit() ends it wherever it is, so it never delays exit. */
 static void start_thread(void)
 {
-	pthread_condattr_t cattr;
 	pthread_attr_t attr;
 	sigset_t all, old;
 	pthread_t tid;
 
 	if (__atomic_exchange_n(&thread_started, 1, __ATOMIC_ACQ_REL))
 		return;
-	pthread_condattr_init(&cattr);
-	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
-	pthread_cond_init(&wake_cond, &cattr);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 << 10);
@@ -566,6 +565,7 @@ void hz_recycle_fork_child(void)
 
 	hz_lock_reset(&lock);
 	pthread_mutex_init(&wake_mutex, NULL);
+	pthread_cond_init(&wake_cond, NULL);
 	thread_started = 0;
 	wake_pending = 0;
 	if (flight.busy) {
