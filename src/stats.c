@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "exec/exec.h"
 #include "log.h"
 #include "options.h"
 #include "prim/prim.h"
@@ -84,6 +85,11 @@ static double clear_rate_gbs(const struct hz_stats *s)
 	return s->clear_ns ? (double)s->cleared_bytes / (double)s->clear_ns : 0.0;
 }
 
+static void exec_line(void *ctx, const char *line)
+{
+	put(ctx, "hugezero:   %s\n", line);
+}
+
 static void human(struct text *t, const struct hz_stats *s)
 {
 	put(t, "hugezero: stats for pid %d\n", (int)hz_prim_getpid());
@@ -118,6 +124,7 @@ static void human(struct text *t, const struct hz_stats *s)
 	    (unsigned long long)s->realloc_copied);
 	put(t, "hugezero:   mmap            %llu aligned for THP (%.1f MiB)\n",
 	    (unsigned long long)s->mmaps_aligned, MIB(s->mmap_bytes));
+	hz_exec_report(exec_line, t);
 }
 
 static void json(struct text *t, const struct hz_stats *s)

@@ -30,6 +30,8 @@ static const char usage_main[] =
 	"  run [OPTIONS] [--] CMD [ARGS...]  run CMD with libhugezero-preload.so\n"
 	"  status                            kernel, huge pages, CPU and options, with advice\n"
 	"  bench [quick|full]                hugezero against glibc on this machine\n"
+	"  folios [PID|self] [--all] [--json]  executable text by folio size\n"
+	"  prewarm FILE...                   read files' text into large folios\n"
 	"\n"
 	"  hugezero --version    print the version\n"
 	"  hugezero COMMAND --help\n"
@@ -401,6 +403,27 @@ static int cmd_bench(int argc, char **argv)
 	return hz_quickbench(self, preload, rounds);
 }
 
+/* folios and prewarm are programs of their own (hugezero-folios,
+ * hugezero-prewarm) installed next to this one. */
+static int run_tool(const char *tool, char **argv)
+{
+	char path[4096];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return 1;
+	path[n] = '\0';
+	slash = strrchr(path, '/');
+	if (!slash || snprintf(slash + 1, sizeof(path) - (size_t)(slash + 1 - path), "%s",
+			       tool) >= (int)(sizeof(path) - (size_t)(slash + 1 - path)))
+		return 1;
+	argv[0] = path;
+	execv(path, argv);
+	fprintf(stderr, "hugezero: cannot run %s: %s\n", path, strerror(errno));
+	return errno == ENOENT ? 127 : 126;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -422,6 +445,10 @@ int main(int argc, char **argv)
 		return cmd_status(argc - 1, argv + 1);
 	if (strcmp(argv[1], "bench") == 0)
 		return cmd_bench(argc - 1, argv + 1);
+	if (strcmp(argv[1], "folios") == 0)
+		return run_tool("hugezero-folios", argv + 1);
+	if (strcmp(argv[1], "prewarm") == 0)
+		return run_tool("hugezero-prewarm", argv + 1);
 	fprintf(stderr, "hugezero: unknown command '%s'\n%s", argv[1], usage_main);
 	return EXIT_USAGE;
 }

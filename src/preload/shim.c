@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <sys/mman.h>
 
+#include "../exec/exec.h"
 #include "preload.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -91,6 +92,21 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 		new_addr = va_arg(ap, void *);
 	va_end(ap);
 	return hz_preload_mremap(resolve, old, old_len, new_len, flags, new_addr);
+}
+
+/* dlopen: executable text on large folios (src/exec/). The caller's
+ * address is passed on so a bare name is searched in the caller's RUNPATH,
+ * not ours. */
+EXPORT void *dlopen(const char *file, int flags)
+{
+	static void *(*real)(const char *, int);
+	void *(*fn)(const char *, int) = __atomic_load_n(&real, __ATOMIC_RELAXED);
+
+	if (fn == NULL) {
+		fn = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
+		__atomic_store_n(&real, fn, __ATOMIC_RELAXED);
+	}
+	return hz_exec_dlopen(fn, file, flags, __builtin_return_address(0));
 }
 
 /* Start before main so the reservation exists before threads do, and

@@ -5,6 +5,7 @@
 
 #include "../blocks.h"
 #include "../cpu/relax.h"
+#include "../exec/exec.h"
 #include "../log.h"
 #include "../options.h"
 #include "../recycle.h"
@@ -50,6 +51,9 @@ static void start(hz_resolve_fn resolve)
 	hz_next = found;
 	if (hz_option_u64(HZ_OPT_DISABLE))
 		return;
+	/* Text first: before threads exist (remap needs that), and whatever
+	 * becomes of the reservation. */
+	hz_exec_start();
 	ret = hz_blocks_init();
 	if (ret != 0) {
 		hz_warn("could not reserve %llu bytes of address space (error %d); "

@@ -1,0 +1,399 @@
+/* Applying HUGEZERO_EXEC to the process: at start-up, after each dlopen,
+ * and the exit report. See exec.h. */
+#include "exec.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../lock.h"
+#include "../log.h"
+#include "../options.h"
+#include "../prim/prim.h"
+
+struct hz_exec_stats hz_exec_stats;
+
+/* 1024 segments: about 500 objects (text is usually one segment each, two
+ * with a separate .init/.plt). Objects past that are skipped, with a
+ * message. 80 KiB of static memory, only touched when used. */
+#define MAX_SEGMENTS 1024
+
+static struct hz_lock lock = HZ_LOCK_INIT;
+static struct hz_exec_segment segs[MAX_SEGMENTS];
+
+/* Serialises hz_exec_dlopen calls (see there). */
+static struct hz_lock dlopen_lock = HZ_LOCK_INIT;
+static __thread bool in_dlopen;
+
+/* A fork while another thread held a lock leaves it held in the child by
+ * a thread that does not exist there: free it. When the forking thread
+ * holds it (fork from a constructor that dlopen runs), it returns through
+ * our code and unlocks as usual. */
+static void fork_child(void)
+{
+	if (!hz_lock_held_here(&lock))
+		hz_lock_reset(&lock);
+	if (!hz_lock_held_here(&dlopen_lock))
+		hz_lock_reset(&dlopen_lock);
+}
+
+static pthread_once_t fork_handler_once = PTHREAD_ONCE_INIT;
+
+static void register_fork_handler(void)
+{
+	pthread_atfork(NULL, NULL, fork_child);
+}
+
+static void remap_object(struct hz_exec_segment *first, unsigned n, size_t unit)
+{
+	struct hz_range moved[16];
+	unsigned count = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t start = hz_prim_now_ns();
+		struct hz_range r;
+
+		if (hz_exec_remap_segment(&first[i], unit, &r) != 0 || hz_range_empty(r)) {
+			hz_exec_stat_add(remap_skipped, 1);
+			continue;
+		}
+		hz_exec_stat_add(remapped_bytes, hz_range_len(r));
+		hz_exec_stat_add(remap_ns, hz_prim_now_ns() - start);
+		if (count < 16)
+			moved[count++] = r;
+	}
+	if (count > 0 && hz_exec_perfmap_enabled())
+		hz_exec_perfmap_write(hz_exec_segment_path(first), first->base, moved, count);
+}
+
+static void advise_object(struct hz_exec_segment *first, unsigned n)
+{
+	int fd = -1;
+
+	for (unsigned i = 0; i < n; i++) {
+		if (first[i].vdso)
+			continue;
+		if (fd < 0)
+			fd = hz_prim_open_read(hz_exec_segment_path(&first[i]));
+		hz_exec_advise_segment(&first[i], fd);
+	}
+	if (fd >= 0)
+		hz_prim_close(fd);
+}
+
+/* Segments of one object are adjacent after sorting by address (an
+ * object's mappings do not interleave with another's). */
+static unsigned object_run(const struct hz_exec_segment *s, unsigned left)
+{
+	unsigned n = 1;
+
+	while (n < left && s[n].object == s[0].object)
+		n++;
+	return n;
+}
+
+void hz_exec_apply(enum hz_exec_mode mode, unsigned first_object, bool remap_ok,
+		   const char *why_not)
+{
+	unsigned count, objects;
+	size_t unit = 0;
+
+	/* Every size here (64 KiB chunks, 2 MiB PMDs) assumes 4 KiB pages. */
+	if (mode == HZ_EXEC_OFF || sysconf(_SC_PAGESIZE) != HZ_PAGE_SIZE)
+		return;
+	pthread_once(&fork_handler_once, register_fork_handler);
+	hz_lock(&lock);
+	if (hz_exec_segments(segs, MAX_SEGMENTS, first_object, &count, &objects) != 0)
+		hz_info("exec: more than %d executable segments; the rest are left alone",
+			MAX_SEGMENTS);
+	if (mode == HZ_EXEC_REMAP && !remap_ok) {
+		hz_info("exec: remap not done (%s); advising instead", why_not);
+		mode = HZ_EXEC_ADVISE;
+	}
+	if (mode == HZ_EXEC_REMAP) {
+		unit = hz_exec_anon_thp_unit();
+		if (unit == 0) {
+			hz_info("exec: anonymous THP is off (sysfs); remap would only "
+				"make text private: advising instead");
+			mode = HZ_EXEC_ADVISE;
+		}
+	}
+	hz_exec_segments_match_maps(segs, count);
+	for (unsigned i = 0; i < count; i++) {
+		hz_exec_stat_add(segments, 1);
+		hz_exec_stat_add(text_bytes, hz_range_len(segs[i].map));
+	}
+	for (unsigned i = 0, n; i < count; i += n) {
+		n = object_run(&segs[i], count - i);
+		if (mode == HZ_EXEC_ADVISE || mode == HZ_EXEC_REMAP)
+			advise_object(&segs[i], n);
+		if (mode == HZ_EXEC_REMAP)
+			remap_object(&segs[i], n, unit);
+	}
+	hz_unlock(&lock);
+}
+
+static bool stats_wanted(void)
+{
+	return hz_option_u64(HZ_OPT_STATS) != 0 || hz_option_str(HZ_OPT_STATS_FILE)[0] != '\0';
+}
+
+void hz_exec_start(void)
+{
+	static int started;
+	enum hz_exec_mode mode;
+	unsigned threads = 0;
+	char why[64] = "";
+
+	if (__atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL))
+		return;
+	mode = hz_exec_mode();
+	if (mode == HZ_EXEC_OFF)
+		return;
+	if (sysconf(_SC_PAGESIZE) != HZ_PAGE_SIZE) {
+		hz_info("exec: pages are not 4 KiB here; executable text left alone");
+		return;
+	}
+	if (stats_wanted() &&
+	    hz_folios_text(0, &hz_exec_stats.before) == 0)
+		hz_exec_stats.have_before = true;
+	if (mode == HZ_EXEC_REMAP && hz_prim_thread_count(&threads) == 0 && threads > 1)
+		snprintf(why, sizeof(why), "%u threads already run", threads);
+	hz_exec_apply(mode, 0, why[0] == '\0', why);
+}
+
+/* ---- dlopen ---- */
+
+
+static bool is_file(const char *path)
+{
+	uint64_t size;
+	int fd = hz_prim_open_read(path), ret;
+
+	if (fd < 0)
+		return false;
+	ret = hz_prim_file_size(fd, &size);
+	hz_prim_close(fd);
+	return ret == 0;
+}
+
+/* The system directories: ld.so looks there (and in /etc/ld.so.cache,
+ * before them) whoever calls dlopen. */
+static bool system_dir(const char *dir, size_t len)
+{
+	static const char *const dirs[] = {
+#if defined(__x86_64__)
+		"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+#elif defined(__aarch64__)
+		"/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+#endif
+		"/lib64", "/usr/lib64", "/lib", "/usr/lib",
+	};
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		size_t n = strlen(dirs[i]);
+
+		/* The directory itself or one of its glibc-hwcaps/ subdirectories. */
+		if (len >= n && strncmp(dir, dirs[i], n) == 0 && (len == n || dir[n] == '/'))
+			return true;
+	}
+	return false;
+}
+
+/* dlopen(file) looks in directories that depend on its caller (DT_RPATH,
+ * DT_RUNPATH with $ORIGIN, LD_LIBRARY_PATH) before the cache and the system
+ * directories. Called from here, the real dlopen would take hugezero for
+ * the caller and miss the caller's own directories; so for names without a
+ * slash the caller's search list (dlinfo RTLD_DI_SERINFO) is walked here,
+ * system directories excluded, and a hit is passed on as a path. */
+static bool caller_dir_path(const char *file, const void *caller, char *path, size_t size)
+{
+	union {
+		Dl_serinfo info;
+		char buf[8192];
+	} u;
+	Dl_serinfo sizes;
+	struct link_map *lm = NULL;
+	Dl_info where;
+
+	if (caller == NULL || dladdr1(caller, &where, (void **)&lm, RTLD_DL_LINKMAP) == 0 ||
+	    lm == NULL)
+		return false;
+	if (dlinfo(lm, RTLD_DI_SERINFOSIZE, &sizes) != 0 || sizes.dls_size > sizeof(u))
+		return false;
+	u.info.dls_size = sizes.dls_size;
+	u.info.dls_cnt = sizes.dls_cnt;
+	if (dlinfo(lm, RTLD_DI_SERINFO, &u.info) != 0)
+		return false;
+	for (unsigned i = 0; i < u.info.dls_cnt; i++) {
+		const char *dir = u.info.dls_serpath[i].dls_name;
+		size_t len = strlen(dir);
+
+		while (len > 1 && dir[len - 1] == '/')
+			len--;
+		if (len == 0 || system_dir(dir, len))
+			continue;
+		if ((size_t)snprintf(path, size, "%.*s/%s", (int)len, dir, file) < size &&
+		    is_file(path))
+			return true;
+	}
+	return false;
+}
+
+/* The file a caller-independent search finds (for the prewarm only):
+ * the system directories. /etc/ld.so.cache is not read: a library found
+ * only through it is loaded without a prewarm. */
+static bool system_path(const char *file, char *path, size_t size)
+{
+	static const char *const dirs[] = {
+#if defined(__x86_64__)
+		"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+#elif defined(__aarch64__)
+		"/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+#endif
+		"/lib64", "/usr/lib64", "/lib", "/usr/lib",
+	};
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if ((size_t)snprintf(path, size, "%s/%s", dirs[i], file) < size && is_file(path))
+			return true;
+	return false;
+}
+
+void *hz_exec_dlopen(void *(*real_dlopen)(const char *, int), const char *file,
+		     int flags, const void *caller)
+{
+	enum hz_exec_mode mode = hz_exec_mode();
+	unsigned objects, objects_after, threads_before = 0, threads_after = 0;
+	uint64_t adds, subs, adds_after, subs_after;
+	struct hz_prewarm_result res;
+	char path[512], why[64] = "";
+	const char *load = file;
+	bool found = false;
+	void *handle;
+	int saved;
+
+	/* A dlopen from a constructor of a library being opened: the outer
+	 * call handles every object loaded inside it. */
+	if (mode == HZ_EXEC_OFF || mode == HZ_EXEC_REPORT || file == NULL ||
+	    (flags & RTLD_NOLOAD) || in_dlopen)
+		return real_dlopen(file, flags);
+	pthread_once(&fork_handler_once, register_fork_handler);
+	in_dlopen = true;
+	hz_lock(&dlopen_lock);
+	hz_exec_objects(&objects, &adds, &subs);
+	if (strchr(file, '/') != NULL) {
+		snprintf(path, sizeof(path), "%s", file);
+		found = true;
+	} else {
+		/* Loaded already (matched by name or soname, whoever asks):
+		 * nothing to prewarm, and the name goes through unchanged. */
+		handle = real_dlopen(file, RTLD_LAZY | RTLD_NOLOAD);
+		if (handle != NULL) {
+			dlclose(handle);
+		} else if (caller_dir_path(file, caller, path, sizeof(path))) {
+			load = path;
+			found = true;
+		} else {
+			found = system_path(file, path, sizeof(path));
+		}
+	}
+	if (found && hz_exec_prewarm_file(path, false, &res) == 0 && res.populated) {
+		hz_exec_stat_add(prewarmed_bytes, res.populated);
+		hz_exec_stat_add(prewarm_ns, res.ns);
+	}
+	hz_prim_thread_count(&threads_before);
+	handle = real_dlopen(load, flags);
+	saved = errno;
+	hz_exec_objects(&objects_after, &adds_after, &subs_after);
+	if (handle != NULL && adds_after != adds) {
+		hz_prim_thread_count(&threads_after);
+		if (threads_after > threads_before)
+			snprintf(why, sizeof(why), "its constructors started threads");
+		/* An unload in between (another thread's dlclose) shifts the
+		 * indexes: advise everything again (idempotent), but move
+		 * nothing that was loaded before this call. */
+		if (subs_after != subs) {
+			objects = 0;
+			snprintf(why, sizeof(why), "objects were unloaded meanwhile");
+		}
+		hz_exec_stat_add(dlopens, 1);
+		hz_exec_apply(mode, objects, why[0] == '\0', why);
+	}
+	hz_unlock(&dlopen_lock);
+	in_dlopen = false;
+	errno = saved;
+	return handle;
+}
+
+/* ---- stats and the exit report ---- */
+
+void hz_exec_stats_get(struct hz_exec_stats *out)
+{
+	memcpy(out, &hz_exec_stats, sizeof(*out));
+}
+
+static double mib(uint64_t bytes)
+{
+	return (double)bytes / (1 << 20);
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static void folio_line(char *buf, size_t size, const char *when,
+		       const struct hz_folio_counts *c)
+{
+	uint64_t unaligned = 0;
+
+	for (unsigned o = 1; o < HZ_FOLIO_ORDERS; o++)
+		unaligned += c->unaligned[o];
+	if (!c->precise) {
+		snprintf(buf, size,
+			 "exec folios %-6s %.1f of %.1f MiB resident; PMD-mapped %.1f%%; "
+			 "partial report: folio sizes need root (/proc/kpageflags)",
+			 when, mib(c->resident), mib(c->mapped), pct(c->pmd_mapped, c->mapped));
+		return;
+	}
+	snprintf(buf, size,
+		 "exec folios %-6s %.1f of %.1f MiB resident: 4K %.1f%%, aligned >=64K %.1f%% "
+		 "(2M %.1f%%), unaligned %.1f%%, partial %.1f%%, cont-64K %.1f%%",
+		 when, mib(c->resident), mib(c->mapped), pct(c->aligned[0], c->mapped),
+		 pct(hz_folio_counts_aligned_from(c, 4), c->mapped),
+		 pct(c->aligned[9], c->mapped), pct(unaligned, c->mapped),
+		 pct(c->partial, c->mapped), pct(c->cont64k, c->mapped));
+}
+
+void hz_exec_report(void (*line)(void *ctx, const char *text), void *ctx)
+{
+	struct hz_exec_stats s;
+	struct hz_folio_counts after;
+	char buf[320];
+
+	hz_exec_stats_get(&s);
+	snprintf(buf, sizeof(buf),
+		 "exec text       mode %s: %llu segments, %.1f MiB; advised %.1f MiB, "
+		 "left unaligned %.1f MiB, prewarmed %.1f MiB in %.1f ms, collapsed %.1f MiB, "
+		 "remapped %.1f MiB in %.1f ms (%llu left in place), perf map %llu lines",
+		 hz_exec_mode_name(hz_exec_mode()), (unsigned long long)s.segments,
+		 mib(s.text_bytes), mib(s.advised_bytes), mib(s.unaligned_bytes),
+		 mib(s.prewarmed_bytes), (double)s.prewarm_ns / 1e6, mib(s.collapsed_bytes),
+		 mib(s.remapped_bytes), (double)s.remap_ns / 1e6,
+		 (unsigned long long)s.remap_skipped, (unsigned long long)s.perfmap_lines);
+	line(ctx, buf);
+	if (s.have_before) {
+		folio_line(buf, sizeof(buf), "start", &s.before);
+		line(ctx, buf);
+	}
+	memset(&after, 0, sizeof(after));
+	if (hz_folios_text(0, &after) == 0) {
+		folio_line(buf, sizeof(buf), "now", &after);
+		line(ctx, buf);
+	}
+}
