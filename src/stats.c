@@ -24,6 +24,7 @@ static const char *const fallback_names[HZ_FB_COUNT] = {
 	[HZ_FB_POOL_EMPTY] = "hugetlb_pool_short",
 	[HZ_FB_HUGETLB_FAILED] = "hugetlb_mmap_failed",
 	[HZ_FB_THP_UNAVAILABLE] = "thp_unavailable",
+	[HZ_FB_THP_SLOW] = "fresh_thp_slow",
 	[HZ_FB_RESERVE_FULL] = "reservation_full",
 	[HZ_FB_MAP_FAILED] = "map_failed",
 };

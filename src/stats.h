@@ -11,6 +11,7 @@ enum hz_fallback {
 	HZ_FB_POOL_EMPTY,      /* hugetlb pool had too few free pages */
 	HZ_FB_HUGETLB_FAILED,  /* mmap(MAP_HUGETLB) failed anyway */
 	HZ_FB_THP_UNAVAILABLE, /* THP disabled by sysfs or prctl */
+	HZ_FB_THP_SLOW,        /* fresh THP faulted slower than 4 KiB pages */
 	HZ_FB_RESERVE_FULL,    /* no room left in the reservation: next allocator */
 	HZ_FB_MAP_FAILED,      /* mapping the block failed: next allocator */
 	HZ_FB_COUNT
