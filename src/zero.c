@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 
 #include "../include/hugezero.h"
+#include "clear/policy.h"
 #include "prim/prim.h"
 #include "range.h"
 
@@ -65,13 +66,44 @@ static bool swap_possible(void)
 	return __atomic_load_n(&present, __ATOMIC_RELAXED);
 }
 
+/* A block about to be used (a calloc, hint set) that fits in a quarter of
+ * the last-level cache is cleared with cached stores: the program's first
+ * writes then hit the cache instead of fetching lines non-temporal stores
+ * sent to memory. Measured on a CPU with 300 MiB of L3 (bench/RESULTS.md,
+ * hugezero bench): 64 MiB calloc + write-all cycles 4.7-6.8x glibc with
+ * cached stores against 3.8-4.4x with non-temporal ones; at 256 MiB it is
+ * the other way round (2.0-2.4x against 3.2-3.5x). On a 32 MiB-L3 CPU the
+ * rule keeps non-temporal stores for everything above 8 MiB. */
+static bool use_cached_stores(size_t len, uintptr_t hint)
+{
+	static uint64_t llc = UINT64_MAX;
+	uint64_t v = __atomic_load_n(&llc, __ATOMIC_RELAXED);
+
+	if (hint == 0)
+		return false;
+	if (v == UINT64_MAX) {
+		v = hz_prim_llc_size();
+		__atomic_store_n(&llc, v, __ATOMIC_RELAXED);
+	}
+	return len <= v / 4;
+}
+
 struct walk {
 	uintptr_t hint;
+	bool cached;         /* clear with cached stores (use_cached_stores) */
 	bool may_swap;
 	bool drop;           /* drop resident runs instead of clearing them */
 	struct hz_range hot; /* the resident run holding the hint, done last */
 	size_t written;
 };
+
+static void clear_run(const struct walk *w, struct hz_range run, uintptr_t hint)
+{
+	if (w->cached)
+		hz_clear_cached((void *)run.start, hz_range_len(run));
+	else
+		hz_clear((void *)run.start, hz_range_len(run), (const void *)hint);
+}
 
 static void finish_run(struct walk *w, struct hz_range run, bool resident)
 {
@@ -89,7 +121,7 @@ static void finish_run(struct walk *w, struct hz_range run, bool resident)
 		w->hot = run;
 		return;
 	}
-	hz_clear((void *)run.start, hz_range_len(run), NULL);
+	clear_run(w, run, 0);
 	w->written += hz_range_len(run);
 }
 
@@ -124,7 +156,7 @@ static size_t resident_bytes(uintptr_t start, size_t len)
 static size_t zero_resident_runs(uintptr_t start, size_t len, uintptr_t hint,
 				 bool may_swap, bool drop)
 {
-	struct walk w = { hint, may_swap, drop, { 0, 0 }, 0 };
+	struct walk w = { hint, use_cached_stores(len, hint), may_swap, drop, { 0, 0 }, 0 };
 	unsigned char vec[VEC_PAGES];
 	struct hz_range run = { start, start };
 	bool resident = false;
@@ -146,7 +178,7 @@ static size_t zero_resident_runs(uintptr_t start, size_t len, uintptr_t hint,
 	run.end = start + len;
 	finish_run(&w, run, resident);
 	if (!hz_range_empty(w.hot)) {
-		hz_clear((void *)w.hot.start, hz_range_len(w.hot), (const void *)hint);
+		clear_run(&w, w.hot, hint);
 		w.written += hz_range_len(w.hot);
 	}
 	return w.written;
@@ -165,7 +197,10 @@ size_t hz_zero_with(uintptr_t start, size_t len, uintptr_t hint,
 		    enum hz_zero_method method, enum hz_zero_how how)
 {
 	if (!residency_trusted()) {
-		hz_clear((void *)start, len, (const void *)hint);
+		if (use_cached_stores(len, hint))
+			hz_clear_cached((void *)start, len);
+		else
+			hz_clear((void *)start, len, (const void *)hint);
 		return len;
 	}
 	/* Dropping only the resident runs spares the kernel a walk over page

@@ -13,7 +13,7 @@ enum hz_zero_how {
 	HZ_ZERO_ANY,        /* THP or 4 KiB: dropping pages is allowed too */
 };
 
-/* Zero [start, start + len) (2 MiB aligned, anonymous private memory),
+/* Zero [start, start + len) (4 KiB aligned, anonymous private memory),
  * paying for what the last user touched, not for the whole range:
  *  - Pages never touched (not resident) read zero already: an untouched
  *    anonymous page is zero-filled on first access. The exception is a page

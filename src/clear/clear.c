@@ -42,6 +42,16 @@ HZ_API void hz_clear(void *dst, size_t len, const void *hint)
 		hz_clear_fence();
 }
 
+void hz_clear_cached(void *dst, size_t len)
+{
+	struct hz_clear_policy p;
+
+	hz_clear_policy_load(&p);
+	p.cached->fn(dst, len);
+	if (p.cached->nontemporal)
+		hz_clear_fence();
+}
+
 HZ_API unsigned hz_clear_kernel_count(void)
 {
 	return hz_clear_kernel_total;

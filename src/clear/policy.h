@@ -35,6 +35,10 @@ void hz_clear_policy_reset(void);
 
 const struct hz_clear_kernel *hz_clear_kernel_find(const char *name);
 
+/* Zero [dst, dst + len) in one pass with the policy's cached kernel, for
+ * memory the caller is about to use (see zero.c). */
+void hz_clear_cached(void *dst, size_t len);
+
 /* NULL when k runs here, else the reason it does not. */
 const char *hz_clear_kernel_missing(const struct hz_clear_kernel *k);
 

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -205,6 +206,26 @@ uint64_t hz_prim_now_ns(void)
 pid_t hz_prim_getpid(void)
 {
 	return (pid_t)syscall(SYS_getpid);
+}
+
+uint64_t hz_prim_llc_size(void)
+{
+	char path[64], buf[32], *end;
+	unsigned long long size = 0;
+
+	/* index0..3 are L1d, L1i, L2, L3 on x86 and most arm64 */
+	for (int index = 3; index >= 2 && size == 0; index--) {
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/size",
+			 index);
+		if (hz_prim_read_file(path, buf, sizeof(buf)) <= 0)
+			continue;
+		size = strtoull(buf, &end, 10);
+		if (*end == 'K')
+			size <<= 10;
+		else if (*end == 'M')
+			size <<= 20;
+	}
+	return size;
 }
 
 /* ---- executable text (src/exec) ---- */

@@ -64,6 +64,10 @@ uint64_t hz_prim_now_ns(void);
 
 pid_t hz_prim_getpid(void);
 
+/* Size in bytes of the CPU's last-level cache (sysfs cpu0, highest cache
+ * index), or 0 when unknown. */
+uint64_t hz_prim_llc_size(void);
+
 /* ---- executable text (src/exec) ---- */
 
 /* Open a file read-only (O_RDONLY | O_CLOEXEC). Returns the fd or a

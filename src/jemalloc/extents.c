@@ -1,0 +1,392 @@
+/* The extent manager behind the jemalloc hooks. See extents.h.
+ *
+ * One lock covers the region table and every region's bitmaps and counters.
+ * Mapping regions, zeroing and purging happen outside it, on pages that the
+ * caller owns at that moment (just claimed, or still held by jemalloc), so
+ * threads do not wait for each other's clearing.
+ *
+ * Cache policy (the preload's options, so one setting bounds both):
+ *  - Freed extents stay mapped and dirty, up to HUGEZERO_CACHE_MAX bytes of
+ *    dirty pages in all; beyond that a freed extent is purged at once.
+ *  - Dirty pages of a region that got none for HUGEZERO_DECAY_MS are purged,
+ *    and a region left entirely free that long is unmapped. (Checked when
+ *    jemalloc calls the hooks: there is no thread.)
+ *  - A region left empty by destroy, or whose arena holds nothing any more,
+ *    is unmapped at once: arena.<i>.destroy ends by freeing the arena's
+ *    metadata, which jemalloc allocated through these hooks.
+ *  - Everything handed out reads zero (HUGEZERO_PREZERO=off: only when
+ *    jemalloc asks); HUGEZERO_ZERO_ON_FREE=1 zeroes extents when freed. */
+#include "extents.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "../../include/hugezero/jemalloc.h"
+#include "lock.h"
+#include "log.h"
+#include "options.h"
+#include "pages.h"
+#include "prim/prim.h"
+#include "regions.h"
+
+#define PAGE HZ_REGION_PAGE
+/* 64 MiB: jemalloc's first extents for an arena are its metadata (2 MiB)
+ * and slabs; one region serves many of them, and a 64 MiB request fits a
+ * region alone. */
+#define REGION_MIN ((size_t)64 << 20)
+/* New regions are at least an eighth of what is mapped, so the region count
+ * grows with the logarithm of the memory: 64 GiB is about 60 regions. */
+#define REGION_GROWTH 8
+/* Regions unmapped per batch outside the lock. */
+#define RELEASE_BATCH 8
+/* Decay is looked for at most this often: 100 ms. */
+#define DECAY_CHECK_NS 100000000ull
+
+enum { PREZERO_THREAD, PREZERO_SYNC, PREZERO_OFF }; /* HZ_OPT_PREZERO */
+
+struct config {
+	size_t cache_max;
+	uint64_t decay_ns;
+	bool prezero_off;
+	bool zero_on_free;
+};
+
+static struct hz_lock lock = HZ_LOCK_INIT;
+static uint64_t last_decay_check;
+
+static struct config cfg;
+static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
+
+static void load_config(void)
+{
+	uint64_t ram = 0, swap = 0;
+
+	cfg.cache_max = (size_t)hz_option_u64(HZ_OPT_CACHE_MAX);
+	/* Never more than a quarter of RAM, as the recycler. */
+	if (hz_prim_memory(&ram, &swap) == 0 && cfg.cache_max > ram / 4)
+		cfg.cache_max = (size_t)(ram / 4);
+	cfg.decay_ns = hz_option_u64(HZ_OPT_DECAY_MS) * 1000000ull;
+	cfg.prezero_off = hz_option_u64(HZ_OPT_PREZERO) == PREZERO_OFF;
+	cfg.zero_on_free = hz_option_u64(HZ_OPT_ZERO_ON_FREE) != 0;
+}
+
+static const struct config *config(void)
+{
+	pthread_once(&cfg_once, load_config);
+	return &cfg;
+}
+
+/* ---- work done once the lock is dropped ---- */
+
+struct chores {
+	struct hz_region release[RELEASE_BATCH];
+	unsigned releases;
+	struct hz_region_runs purge;         /* idle dirty runs, claimed */
+	enum hz_backing purge_backing[HZ_REGION_RUNS];
+};
+
+static bool release_full(const struct chores *c)
+{
+	return c->releases == RELEASE_BATCH;
+}
+
+/* Move empty regions (of arena, or of any arena when all) that have been
+ * idle since idle_before into c. */
+static void collect_empty(struct chores *c, unsigned arena, bool all, uint64_t idle_before)
+{
+	for (unsigned i = 0; i < hz_region_count && !release_full(c);) {
+		struct hz_region *r = &hz_regions[i];
+
+		if (hz_region_empty(r) && (all || r->arena == arena) &&
+		    r->idle_since <= idle_before) {
+			c->release[c->releases++] = hz_regions_take_out(r);
+			continue; /* slot i now holds the next region */
+		}
+		i++;
+	}
+}
+
+static void collect_idle_dirty(struct chores *c, uint64_t idle_before)
+{
+	for (unsigned i = 0; i < hz_region_count && c->purge.count < HZ_REGION_RUNS; i++) {
+		struct hz_region *r = &hz_regions[i];
+		unsigned from = c->purge.count;
+
+		if (r->dirty_pages == 0 || r->dirty_since > idle_before)
+			continue;
+		hz_regions_claim_dirty(r, &c->purge);
+		for (unsigned k = from; k < c->purge.count; k++)
+			c->purge_backing[k] = r->backing;
+	}
+}
+
+static void decay(struct chores *c, uint64_t now)
+{
+	const struct config *cf = config();
+
+	if (now - last_decay_check < DECAY_CHECK_NS || now < cf->decay_ns)
+		return;
+	last_decay_check = now;
+	collect_empty(c, 0, true, now - cf->decay_ns);
+	collect_idle_dirty(c, now - cf->decay_ns);
+}
+
+static bool arena_holds_nothing(unsigned arena)
+{
+	for (unsigned i = 0; i < hz_region_count; i++)
+		if (hz_regions[i].arena == arena && !hz_region_empty(&hz_regions[i]))
+			return false;
+	return true;
+}
+
+/* Unlocked: unmap, and purge the claimed idle runs, then free them clean. */
+static void do_chores(struct chores *c)
+{
+	for (unsigned i = 0; i < c->releases; i++)
+		hz_regions_unmap(&c->release[i]);
+	c->releases = 0;
+	if (c->purge.count == 0)
+		return;
+	for (unsigned i = 0; i < c->purge.count; i++)
+		hz_pages_purge(c->purge_backing[i], c->purge.run[i].start,
+			       hz_range_len(c->purge.run[i]));
+	hz_lock(&lock);
+	for (unsigned i = 0; i < c->purge.count; i++) {
+		struct hz_range run = c->purge.run[i];
+		struct hz_region *r = hz_regions_find(run.start);
+
+		hz_regions_unclaim(r, (run.start - r->start) / PAGE, hz_range_len(run) / PAGE,
+				   false, hz_prim_now_ns());
+	}
+	hz_unlock(&lock);
+	c->purge.count = 0;
+}
+
+/* ---- handing out ---- */
+
+static struct hz_region *claim_at(unsigned arena, uintptr_t want, size_t n, size_t align,
+				  size_t *first)
+{
+	struct hz_region *r = hz_regions_find(want);
+
+	if (!r || r->arena != arena || want % align != 0 ||
+	    n > (hz_region_end(r) - want) / PAGE)
+		return NULL;
+	*first = (want - r->start) / PAGE;
+	return hz_regions_all_free(r, *first, n) ? r : NULL;
+}
+
+/* Large extents first try a 2 MiB-aligned start, so that purging them can
+ * drop whole huge pages. */
+static struct hz_region *claim_any(unsigned arena, size_t size, size_t align, size_t *first)
+{
+	struct hz_region *r = NULL;
+
+	if (size >= HZ_SIZE_2M && align < HZ_SIZE_2M)
+		r = hz_regions_fit(arena, size / PAGE, HZ_SIZE_2M, first);
+	return r ? r : hz_regions_fit(arena, size / PAGE, align, first);
+}
+
+/* Map a region for the request and find room in it (or anywhere, if
+ * another thread freed some meanwhile). Called and returns locked. */
+static struct hz_region *grow(unsigned arena, size_t size, size_t align, size_t *first)
+{
+	size_t min_len = hz_regions_totals.mapped_bytes / REGION_GROWTH;
+	struct hz_region fresh;
+
+	if (min_len < REGION_MIN)
+		min_len = REGION_MIN;
+	hz_unlock(&lock);
+	if (hz_regions_map(arena, size, align, min_len, &fresh) != 0) {
+		hz_lock(&lock);
+		return NULL;
+	}
+	hz_lock(&lock);
+	if (hz_regions_insert(&fresh) != 0) {
+		hz_unlock(&lock);
+		hz_regions_unmap(&fresh);
+		hz_lock(&lock);
+		return NULL;
+	}
+	return hz_regions_fit(arena, size / PAGE, align, first);
+}
+
+int hz_extents_alloc(unsigned arena, uintptr_t want, size_t size, size_t align,
+		     bool must_zero, uintptr_t *out, bool *zeroed)
+{
+	struct chores c = { .releases = 0, .purge = { .count = 0 } };
+	struct hz_region_runs dirty;
+	struct hz_region *r;
+	enum hz_backing backing;
+	size_t first = 0;
+
+	if (size == 0 || size % PAGE != 0 || !hz_is_pow2(align) || want % PAGE != 0)
+		return -EINVAL;
+	if (align < PAGE)
+		align = PAGE;
+	must_zero = must_zero || !config()->prezero_off;
+	hz_lock(&lock);
+	if (want) {
+		r = claim_at(arena, want, size / PAGE, align, &first);
+	} else {
+		r = claim_any(arena, size, align, &first);
+		if (!r)
+			r = grow(arena, size, align, &first);
+	}
+	if (!r) {
+		hz_unlock(&lock);
+		return -ENOMEM;
+	}
+	hz_regions_claim(r, first, size / PAGE, &dirty);
+	backing = r->backing;
+	*out = r->start + first * PAGE;
+	decay(&c, hz_prim_now_ns());
+	hz_unlock(&lock);
+	do_chores(&c);
+	if (must_zero)
+		for (unsigned i = 0; i < dirty.count; i++)
+			hz_pages_zero(backing, dirty.run[i].start, hz_range_len(dirty.run[i]), *out);
+	*zeroed = must_zero || dirty.count == 0;
+	return 0;
+}
+
+/* ---- taking back ---- */
+
+/* The region holding [addr, addr + size), which must be handed out; stops
+ * the program otherwise. NULL when the range is not ours. */
+static struct hz_region *held_range(uintptr_t addr, size_t size, size_t *first)
+{
+	struct hz_region *r = hz_regions_find(addr);
+
+	if (!r)
+		return NULL;
+	if (size == 0 || size % PAGE != 0 || addr % PAGE != 0 ||
+	    size > hz_region_end(r) - addr)
+		hz_fatal("jemalloc hook: [%p, +%zu) is not an extent hugezero handed out",
+			 (void *)addr, size);
+	*first = (addr - r->start) / PAGE;
+	if (hz_regions_any_free(r, *first, size / PAGE))
+		hz_fatal("jemalloc hook: [%p, +%zu) freed twice", (void *)addr, size);
+	return r;
+}
+
+int hz_extents_free(uintptr_t addr, size_t size, bool destroy)
+{
+	const struct config *cf = config();
+	struct chores c = { .releases = 0, .purge = { .count = 0 } };
+	struct hz_region *r;
+	size_t first;
+	bool dirty = true, gone;
+	unsigned arena;
+	uint64_t now;
+
+	hz_lock(&lock);
+	r = held_range(addr, size, &first);
+	if (!r) {
+		hz_unlock(&lock);
+		return -ENOENT;
+	}
+	if (!destroy &&
+	    (cf->zero_on_free || hz_regions_totals.dirty_bytes + size > cf->cache_max)) {
+		/* The pages are still jemalloc's: clear them unlocked. */
+		enum hz_backing backing = r->backing;
+
+		hz_unlock(&lock);
+		if (cf->zero_on_free)
+			hz_pages_zero(backing, addr, size, 0);
+		else
+			hz_pages_purge(backing, addr, size);
+		dirty = false;
+		hz_lock(&lock);
+		r = hz_regions_find(addr);
+	}
+	now = hz_prim_now_ns();
+	arena = r->arena;
+	hz_regions_unclaim(r, first, size / PAGE, dirty, now);
+	if (destroy && hz_region_empty(r))
+		c.release[c.releases++] = hz_regions_take_out(r);
+	gone = arena_holds_nothing(arena);
+	if (gone)
+		collect_empty(&c, arena, false, UINT64_MAX);
+	decay(&c, now);
+	hz_unlock(&lock);
+	do_chores(&c);
+	/* A destroyed arena may leave more empty regions than one batch. */
+	while (gone) {
+		hz_lock(&lock);
+		gone = arena_holds_nothing(arena);
+		if (gone)
+			collect_empty(&c, arena, false, UINT64_MAX);
+		hz_unlock(&lock);
+		gone = gone && c.releases > 0;
+		do_chores(&c);
+	}
+	return 0;
+}
+
+/* ---- questions ---- */
+
+int hz_extents_find(uintptr_t addr, size_t size, enum hz_backing *backing)
+{
+	struct hz_region *r;
+	int ret = -ENOENT;
+
+	hz_lock(&lock);
+	r = hz_regions_find(addr);
+	if (r) {
+		ret = size <= hz_region_end(r) - addr ? 0 : -EINVAL;
+		*backing = r->backing;
+	} else if (size > 0 && hz_regions_find(addr + size - 1)) {
+		ret = -EINVAL;
+	}
+	hz_unlock(&lock);
+	return ret;
+}
+
+int hz_extents_mergeable(uintptr_t a, size_t a_size, uintptr_t b, size_t b_size)
+{
+	struct hz_region *ra, *rb;
+	int ret;
+
+	hz_lock(&lock);
+	ra = hz_regions_find(a);
+	rb = hz_regions_find(b);
+	if (!ra && !rb)
+		ret = -ENOENT;
+	else if (ra == rb && a + a_size == b && b_size <= hz_region_end(rb) - b)
+		ret = 0;
+	else
+		ret = -EXDEV;
+	hz_unlock(&lock);
+	return ret;
+}
+
+void hz_extents_stats(unsigned arena, struct hz_jemalloc_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	hz_lock(&lock);
+	for (unsigned i = 0; i < hz_region_count; i++) {
+		const struct hz_region *r = &hz_regions[i];
+		size_t bytes = r->pages * PAGE;
+
+		if (arena != HZ_JEMALLOC_ALL_ARENAS && r->arena != arena)
+			continue;
+		out->regions++;
+		out->mapped_bytes += bytes;
+		out->active_bytes += (r->pages - r->free_pages) * PAGE;
+		out->dirty_bytes += r->dirty_pages * PAGE;
+		if (r->backing == HZ_BACKING_THP)
+			out->thp_bytes += bytes;
+		else if (r->backing == HZ_BACKING_SMALL)
+			out->small_bytes += bytes;
+		else
+			out->hugetlb_bytes += bytes;
+	}
+	hz_unlock(&lock);
+}
+
+void hz_extents_fork_child(void)
+{
+	hz_lock_reset(&lock);
+}

@@ -1,0 +1,255 @@
+/* The region table and the page bookkeeping. See regions.h. */
+#include "regions.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "bitmap.h"
+#include "log.h"
+#include "prim/prim.h"
+
+#define PAGE HZ_REGION_PAGE
+/* 1024 regions: new regions are at least an eighth of what is mapped
+ * (extents.c), so even 1024 regions of the 64 MiB minimum would be 64 GiB,
+ * the default HUGEZERO_RESERVE. */
+#define MAX_REGIONS 1024
+
+struct hz_region hz_regions[MAX_REGIONS];
+unsigned hz_region_count;
+struct hz_regions_totals hz_regions_totals;
+
+/* ---- mapping (no lock) ---- */
+
+/* A region is its own mapping, outside the reservation that hz_blocks
+ * carves the preload's blocks from: under libhugezero-preload.so, free(p)
+ * takes every pointer inside that reservation for a preload block, and a
+ * program may free() what it got from a hooked arena (jemalloc allows it).
+ * So regions go straight to the backing layer: a PROT_NONE reservation of
+ * their own, aligned, with huge-page memory mapped over it. */
+static int map_memory(size_t *len, size_t align, uintptr_t *start, enum hz_backing *got)
+{
+	enum hz_backing want = hz_backing_first(*len);
+	size_t unit = hz_backing_page(want) > HZ_SIZE_2M ? hz_backing_page(want) : HZ_SIZE_2M;
+	uintptr_t raw, at;
+	void *mem;
+
+	if (align < unit)
+		align = unit;
+	if (align > SIZE_MAX / 4 || *len > SIZE_MAX / 4)
+		return -ENOMEM;
+	*len = hz_align_up(*len, unit);
+	/* Over-reserve by align and trim, for an aligned start. */
+	if (hz_prim_mmap(NULL, *len + align, PROT_NONE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &mem) != 0)
+		return -ENOMEM;
+	raw = (uintptr_t)mem;
+	at = hz_align_up(raw, align);
+	if (at > raw)
+		hz_prim_munmap(mem, at - raw);
+	if (raw + align > at)
+		hz_prim_munmap((void *)(at + *len), raw + align - at);
+	if (hz_backing_map(at, *len, want, got) != 0) {
+		hz_prim_munmap((void *)at, *len);
+		return -ENOMEM;
+	}
+	*start = at;
+	return 0;
+}
+
+int hz_regions_map(unsigned arena, size_t size, size_t align, size_t min_len,
+		   struct hz_region *r)
+{
+	size_t len = size > min_len ? size : min_len, words;
+	uintptr_t start;
+	void *maps;
+
+	if (map_memory(&len, align, &start, &r->backing) != 0)
+		return -ENOMEM;
+	words = (len / PAGE + 63) / 64;
+	/* Out of band, never in memory a program can scribble on, and never
+	 * through malloc: the hooks run inside jemalloc. */
+	r->map_bytes = hz_align_up(2 * words * sizeof(uint64_t), PAGE);
+	if (hz_prim_mmap(NULL, r->map_bytes, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &maps) != 0) {
+		hz_prim_munmap((void *)start, len);
+		return -ENOMEM;
+	}
+	r->start = start;
+	r->pages = len / PAGE;
+	r->free_map = maps;
+	r->dirty_map = r->free_map + words;
+	r->free_pages = r->pages;
+	r->dirty_pages = 0;
+	r->idle_since = 0;
+	r->dirty_since = 0;
+	r->arena = arena;
+	hz_bits_set(r->free_map, 0, r->pages, true); /* fresh: free and zero */
+	hz_debug("jemalloc arena %u: new %zu MiB region at %p (%s)", arena, len >> 20,
+		 (void *)start, r->backing == HZ_BACKING_SMALL ? "4 KiB pages" : "huge pages");
+	return 0;
+}
+
+void hz_regions_unmap(const struct hz_region *r)
+{
+	/* The whole mapping: hugetlb lengths are whole pages by construction. */
+	hz_prim_munmap((void *)r->start, r->pages * PAGE);
+	hz_prim_munmap(r->free_map, r->map_bytes);
+}
+
+/* ---- the table ---- */
+
+struct hz_region *hz_regions_find(uintptr_t a)
+{
+	unsigned lo = 0, hi = hz_region_count;
+
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+		struct hz_region *r = &hz_regions[mid];
+
+		if (a < r->start)
+			hi = mid;
+		else if (a >= hz_region_end(r))
+			lo = mid + 1;
+		else
+			return r;
+	}
+	return NULL;
+}
+
+int hz_regions_insert(const struct hz_region *n)
+{
+	unsigned i = 0;
+
+	if (hz_region_count == MAX_REGIONS)
+		return -ENOMEM;
+	while (i < hz_region_count && hz_regions[i].start < n->start)
+		i++;
+	memmove(&hz_regions[i + 1], &hz_regions[i],
+		(hz_region_count - i) * sizeof(hz_regions[0]));
+	hz_regions[i] = *n;
+	hz_region_count++;
+	hz_regions_totals.mapped_bytes += n->pages * PAGE;
+	return 0;
+}
+
+struct hz_region hz_regions_take_out(struct hz_region *r)
+{
+	struct hz_region out = *r;
+	unsigned i = (unsigned)(r - hz_regions);
+
+	memmove(&hz_regions[i], &hz_regions[i + 1],
+		(hz_region_count - i - 1) * sizeof(hz_regions[0]));
+	hz_region_count--;
+	hz_regions_totals.mapped_bytes -= out.pages * PAGE;
+	hz_regions_totals.dirty_bytes -= out.dirty_pages * PAGE;
+	return out;
+}
+
+/* ---- pages ---- */
+
+static bool fit_in(const struct hz_region *r, size_t n, size_t align, size_t *first)
+{
+	size_t i = 0;
+
+	for (;;) {
+		uintptr_t at;
+		size_t used;
+
+		i = hz_bits_find(r->free_map, i, r->pages, true);
+		if (i == r->pages)
+			return false;
+		at = hz_align_up(r->start + i * PAGE, align);
+		if (at >= hz_region_end(r) || n > (hz_region_end(r) - at) / PAGE)
+			return false;
+		i = (at - r->start) / PAGE;
+		used = hz_bits_find(r->free_map, i, i + n, false);
+		if (used == i + n) {
+			*first = i;
+			return true;
+		}
+		i = used + 1;
+	}
+}
+
+struct hz_region *hz_regions_fit(unsigned arena, size_t n, size_t align, size_t *first)
+{
+	for (unsigned k = 0; k < hz_region_count; k++) {
+		struct hz_region *r = &hz_regions[k];
+
+		if (r->arena == arena && r->free_pages >= n && fit_in(r, n, align, first))
+			return r;
+	}
+	return NULL;
+}
+
+bool hz_regions_all_free(const struct hz_region *r, size_t first, size_t n)
+{
+	return hz_bits_count(r->free_map, first, n) == n;
+}
+
+bool hz_regions_any_free(const struct hz_region *r, size_t first, size_t n)
+{
+	return hz_bits_find(r->free_map, first, first + n, true) != first + n;
+}
+
+static void add_run(struct hz_region_runs *d, struct hz_range run)
+{
+	if (d->count < HZ_REGION_RUNS)
+		d->run[d->count++] = run;
+	else
+		d->run[HZ_REGION_RUNS - 1].end = run.end; /* one span for the rest */
+}
+
+void hz_regions_claim(struct hz_region *r, size_t first, size_t n,
+		      struct hz_region_runs *d)
+{
+	size_t i = first, end = first + n, dirty = hz_bits_count(r->dirty_map, first, n);
+
+	d->count = 0;
+	while ((i = hz_bits_find(r->dirty_map, i, end, true)) < end) {
+		size_t j = hz_bits_find(r->dirty_map, i, end, false);
+
+		add_run(d, (struct hz_range){ r->start + i * PAGE, r->start + j * PAGE });
+		i = j;
+	}
+	hz_bits_set(r->free_map, first, n, false);
+	hz_bits_set(r->dirty_map, first, n, false);
+	r->free_pages -= n;
+	r->dirty_pages -= dirty;
+	hz_regions_totals.dirty_bytes -= dirty * PAGE;
+}
+
+void hz_regions_unclaim(struct hz_region *r, size_t first, size_t n, bool dirty,
+			uint64_t now)
+{
+	hz_bits_set(r->free_map, first, n, true);
+	if (dirty) {
+		hz_bits_set(r->dirty_map, first, n, true);
+		r->dirty_pages += n;
+		r->dirty_since = now;
+		hz_regions_totals.dirty_bytes += n * PAGE;
+	}
+	r->free_pages += n;
+	if (hz_region_empty(r))
+		r->idle_since = now;
+}
+
+void hz_regions_claim_dirty(struct hz_region *r, struct hz_region_runs *out)
+{
+	size_t i = 0;
+
+	while (out->count < HZ_REGION_RUNS &&
+	       (i = hz_bits_find(r->dirty_map, i, r->pages, true)) < r->pages) {
+		size_t j = hz_bits_find(r->dirty_map, i, r->pages, false);
+
+		hz_bits_set(r->free_map, i, j - i, false);
+		hz_bits_set(r->dirty_map, i, j - i, false);
+		r->free_pages -= j - i;
+		r->dirty_pages -= j - i;
+		hz_regions_totals.dirty_bytes -= (j - i) * PAGE;
+		out->run[out->count++] = (struct hz_range){ r->start + i * PAGE,
+							    r->start + j * PAGE };
+		i = j;
+	}
+}
