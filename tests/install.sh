@@ -32,6 +32,17 @@ cc -o "$dest/clear" "$src/examples/clear.c" $(pkg-config --cflags --libs hugezer
 	fail "examples/clear.c does not build with pkg-config"
 "$dest/clear" | grep -q 'bytes cleared with' || fail "the example does not run"
 
+if pkg-config --exists jemalloc; then
+	# shellcheck disable=SC2046
+	cc -o "$dest/jemalloc" "$src/examples/jemalloc.c" \
+		$(pkg-config --cflags --libs hugezero jemalloc) ||
+		fail "examples/jemalloc.c does not build with pkg-config"
+	"$dest/jemalloc" | grep -q 'zeroed every time' || fail "the jemalloc example does not run"
+	[ -e "$root/include/hugezero/jemalloc.h" ] || fail "hugezero/jemalloc.h not installed"
+else
+	echo "SKIP jemalloc example: no jemalloc.pc (apt-get install libjemalloc-dev)"
+fi
+
 out=$("$root/bin/hugezero" run --stats -- /usr/bin/python3 -c \
 	'import numpy; print(int(numpy.zeros(1 << 24).sum()))' 2>&1) || fail "hugezero run failed"
 echo "$out" | grep -q "^0$" || fail "the program's output is wrong under the installed preload"
