@@ -6,6 +6,7 @@
 #include "backing.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -40,7 +41,7 @@ size_t hz_backing_page(enum hz_backing b)
 {
 	switch (b) {
 	case HZ_BACKING_HUGETLB1G: return HZ_SIZE_1G;
-	case HZ_BACKING_HUGETLB2M: return HZ_SIZE_2M;
+	case HZ_BACKING_HUGETLB2M:
 	case HZ_BACKING_THP: return HZ_SIZE_2M;
 	default: return SMALL_PAGE;
 	}
@@ -52,12 +53,10 @@ static uint64_t pool_available(enum hz_backing b)
 	char path[96];
 	uint64_t free_pages = 0, reserved = 0;
 
-	strcpy(path, pools[b].dir);
-	strcat(path, "/free_hugepages");
+	snprintf(path, sizeof(path), "%s/free_hugepages", pools[b].dir);
 	if (hz_prim_read_u64(path, &free_pages) != 0)
 		return 0;
-	strcpy(path, pools[b].dir);
-	strcat(path, "/resv_hugepages");
+	snprintf(path, sizeof(path), "%s/resv_hugepages", pools[b].dir);
 	if (hz_prim_read_u64(path, &reserved) != 0)
 		reserved = 0;
 	return free_pages > reserved ? free_pages - reserved : 0;

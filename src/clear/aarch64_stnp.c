@@ -6,7 +6,7 @@
 #include "../range.h"
 #include "kernel.h"
 
-#define LINE 64
+#define LINE ((size_t)64)
 
 void hz_clear_stnp(void *dst, size_t len)
 {

@@ -3,7 +3,7 @@
  * baseline x86_64; only called when CPUID and XCR0 allow AVX2. */
 #include <immintrin.h>
 
-#define VEC 32
+#define VEC ((size_t)32)
 #define VEC_T __m256i
 #define VEC_ZERO _mm256_setzero_si256
 #define VEC_STOREU _mm256_storeu_si256

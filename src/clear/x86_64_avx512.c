@@ -3,7 +3,7 @@
  * AVX-512F. */
 #include <immintrin.h>
 
-#define VEC 64
+#define VEC ((size_t)64)
 #define VEC_T __m512i
 #define VEC_ZERO _mm512_setzero_si512
 #define VEC_STOREU _mm512_storeu_si512

@@ -12,7 +12,7 @@
 #include "../range.h"
 #include "kernel.h"
 
-#define LINE 64
+#define LINE ((size_t)64)
 
 __attribute__((target(VEC_TARGET))) void KERNEL_TEMPORAL(void *dst, size_t len)
 {

@@ -48,7 +48,7 @@ static int mincore_bytes(int fd, uint64_t off, uint64_t len, uint64_t *cached)
 		if (ret != 0)
 			break;
 		for (uint64_t i = 0; i < chunk / HZ_PAGE_SIZE; i++)
-			sum += (vec[i] & 1) * HZ_PAGE_SIZE;
+			sum += (uint64_t)(vec[i] & 1) * HZ_PAGE_SIZE;
 	}
 	hz_prim_munmap(map, end - start);
 	*cached = sum;

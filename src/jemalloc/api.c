@@ -50,7 +50,9 @@ HZ_API int hz_jemalloc_create_arena(unsigned *arena_ind)
 		return EINVAL;
 	if (!ctl)
 		return ENOSYS;
-	return ctl("arenas.create", arena_ind, &len, &hooks, sizeof(hooks));
+	/* The new value is the pointer itself, so sizeof a pointer is right. */
+	return ctl("arenas.create", arena_ind, &len, &hooks,
+		   sizeof(hooks)); /* NOLINT(bugprone-sizeof-expression) */
 }
 
 HZ_API int hz_jemalloc_stats(unsigned arena_ind, struct hz_jemalloc_stats *out)
