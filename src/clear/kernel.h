@@ -3,8 +3,8 @@
  * Every kernel accepts any alignment and any length (including 0) and
  * handles its own head and tail. Non-temporal kernels leave their stores
  * weakly ordered: the caller issues hz_clear_fence() once after the last
- * one (a fence per page costs two thirds of the bandwidth, see
- * bench/RESULTS.md). */
+ * one (a fence per 4 KiB page dropped non-temporal clearing from about 66 to
+ * 23 GB/s on AMD Zen 4, as measured for the foundation issue). */
 #ifndef HZ_CLEAR_KERNEL_H
 #define HZ_CLEAR_KERNEL_H
 
