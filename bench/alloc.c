@@ -32,6 +32,9 @@
  * HugetlbPages matters because hugetlb memory is not in RSS, so neither
  * /usr/bin/time %M nor VmHWM counts it.
  *
+ * Times are this thread's CPU time (see struct stamp); the program pins
+ * itself to one CPU, HZ_BENCH_CPU or the highest one.
+ *
  * Benchmarks are not the library: this program exits on setup errors. */
 #ifndef _GNU_SOURCE /* meson passes it for the whole project */
 #define _GNU_SOURCE

@@ -7,14 +7,14 @@ if (!exists("out")) out = 'bench/out/alloc.png'
 if (!exists("title")) title = 'bench/run-alloc'
 
 set datafile separator ','
-set terminal pngcairo size 1400,1000 noenhanced font ",11"
+set terminal pngcairo size 1600,1000 noenhanced font ",11"
 set output out
 
 # Rows prefixed with their group: one group per phase, workload and size.
 data = sprintf("< awk -F, 'NR > 1 { k = $1 \" \" $2 \" \" $3; if (!(k in g)) g[k] = n++; print g[k] \",\" $0 }' '%s'", in)
 ngroups = int(system(sprintf("awk -F, 'NR > 1 { g[$1 \" \" $2 \" \" $3] = 1 } END { n = 0; for (k in g) n++; print n }' '%s'", in)))
 xt = system(sprintf("awk -F, 'NR > 1 { k = $1 \" \" $2 \" \" $3; if (k in g) next; g[k] = 1; \
-  l = $2 \" \" $3 ($1 == \"pool\" ? \"\\\\nhugetlb pool\" : \"\\\\nno pool\"); \
+  l = $2 \"\\\\n\" $3 ($1 == \"pool\" ? \", hugetlb pool\" : \", no pool\"); \
   s = s (n ? \", \" : \"\") \"\\\"\" l \"\\\" \" n + 0; n++ } END { print \"(\" s \")\" }' '%s'", in))
 eval "set xtics " . xt
 
@@ -42,9 +42,9 @@ set arrow 1 from graph 0, first 1 to graph 1, first 1 nohead lw 2 lc rgb "black"
 plot for [i = 1:nv] data using (is(i) ? xpos($1, i) : NaN):11 with boxes \
        lc rgb word(colors, i) title word(variants, i), \
      for [i = 1:nv] data using (is(i) ? xpos($1, i) : NaN):11:12:13 with yerrorbars \
-       lc rgb "black" pt 0 ps 0 notitle
+       lc rgb "black" pt 7 ps 0.4 notitle
 
-set title "peak memory vs glibc (max RSS + hugetlb pages in use, medians)"
+set title "peak memory vs glibc (max RSS + hugetlb pages in use, medians; small-churn 16x256 peaks at about 2 MiB, so its ratios are library footprints)"
 unset logscale y
 set yrange [0:*]
 set ytics auto
