@@ -1,0 +1,45 @@
+/* The resolver a program linked with hz_core passes to hz_preload_*: the
+ * process's own allocator (glibc's, or a sanitizer's when the test runs
+ * under one), as dlsym(RTLD_NEXT) finds it for the real preload. Shared by
+ * tests/library and tests/fuzz. */
+#ifndef HZ_TEST_LIBC_NEXT_H
+#define HZ_TEST_LIBC_NEXT_H
+
+#include <malloc.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "options.h"
+#include "preload/preload.h"
+
+static inline void hz_test_libc_next(struct hz_next *n)
+{
+	n->malloc = malloc;
+	n->free = free;
+	n->calloc = calloc;
+	n->realloc = realloc;
+	n->posix_memalign = posix_memalign;
+	n->aligned_alloc = aligned_alloc;
+	n->memalign = memalign;
+	n->valloc = valloc;
+	n->pvalloc = pvalloc;
+	n->malloc_usable_size = malloc_usable_size;
+	n->mmap = mmap;
+	n->munmap = munmap;
+	n->mremap = mremap;
+}
+
+/* Options for a test of the recycler as a library, unless the environment
+ * already sets them: a 256 KiB threshold so small blocks exercise it, an
+ * 8 GiB reservation (plenty, and cheap for sanitizer shadow), and no
+ * executable-text work, which concerns the preload's host program. Call
+ * before the first hz_preload_* call, while no other thread runs. */
+static inline void hz_test_library_options(void)
+{
+	setenv("HUGEZERO_THRESHOLD", "256K", 0);
+	setenv("HUGEZERO_RESERVE", "8G", 0);
+	setenv("HUGEZERO_EXEC", "off", 0);
+	hz_options_reload();
+}
+
+#endif /* HZ_TEST_LIBC_NEXT_H */

@@ -1,0 +1,426 @@
+/* The recycler as a library: hz_preload_* called directly with the
+ * process's own allocator as "next", so the same code the preload runs can
+ * be checked under AddressSanitizer and ThreadSanitizer (the preload itself
+ * cannot run under them: they interpose malloc).
+ *
+ * Every block's contents are shadowed: a stamp (one byte per 512 and the
+ * last byte) written when it is handed out and checked when it is freed or
+ * resized; freed blocks are first filled with a dirty pattern, so a calloc
+ * that returns a recycled block without zeroing all of it fails. Sizes come
+ * from HZ_OPS (operations per test) and the HUGEZERO_* options that
+ * tests/library/meson.build sets; the threshold is 256 KiB. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "blocks.h"
+#include "stats.h"
+#include "libc_next.h"
+
+#define KiB ((size_t)1 << 10)
+#define MiB ((size_t)1 << 20)
+#define THRESHOLD (256 * KiB)
+#define DIRTY 0xdb
+#define THREADS 8
+#define SLOTS 24        /* blocks one thread holds at most */
+#define THREAD_SLOTS 8  /* per thread in the 8-thread test */
+
+struct slot {
+	unsigned char *p;
+	size_t size;
+	unsigned char seed;
+};
+
+struct rng {
+	uint64_t s;
+};
+
+static uint64_t next(struct rng *r)
+{
+	r->s ^= r->s << 13;
+	r->s ^= r->s >> 7;
+	r->s ^= r->s << 17;
+	return r->s;
+}
+
+static long env_long(const char *name, long def)
+{
+	const char *v = getenv(name);
+
+	return v ? strtol(v, NULL, 10) : def;
+}
+
+/* Mostly around the 256 KiB threshold, some below it (the next allocator's
+ * blocks, which realloc moves across), some of several MiB. */
+static size_t pick_size(struct rng *r)
+{
+	uint64_t x = next(r);
+
+	switch (x % 16) {
+	case 0:
+		return 2 * MiB + (x >> 8) % (6 * MiB);
+	case 1:
+		return 1 + (x >> 8) % (64 * KiB);
+	case 2:
+		return THRESHOLD - 2 + (x >> 8) % 4; /* both sides of the edge */
+	default:
+		return 192 * KiB + (x >> 8) % (512 * KiB);
+	}
+}
+
+/* Make the compiler keep stores to p: it may drop a memset into memory
+ * that is freed right after. */
+static void escape(void *p)
+{
+	__asm__ __volatile__("" : : "r"(p) : "memory");
+}
+
+static const unsigned char zero_page[4096];
+
+static void assert_zero(const unsigned char *p, size_t n, const char *what)
+{
+	for (size_t off = 0; off < n; off += sizeof(zero_page)) {
+		size_t len = n - off < sizeof(zero_page) ? n - off : sizeof(zero_page);
+
+		if (memcmp(p + off, zero_page, len) != 0)
+			fail_msg("%s of %zu bytes at %p: non-zero byte near offset %zu",
+				 what, n, (void *)p, off);
+	}
+}
+
+static void stamp(const struct slot *s)
+{
+	if (s->size == 0)
+		return;
+	for (size_t i = 0; i < s->size - 1; i += 512)
+		s->p[i] = (unsigned char)(s->seed + i / 512);
+	s->p[s->size - 1] = s->seed;
+}
+
+/* Is s's stamp intact in its first upto bytes? */
+static bool stamped(const struct slot *s, size_t upto)
+{
+	if (s->size == 0)
+		return true;
+	for (size_t i = 0; i < upto && i < s->size - 1; i += 512)
+		if (s->p[i] != (unsigned char)(s->seed + i / 512))
+			return false;
+	return upto < s->size || s->p[s->size - 1] == s->seed;
+}
+
+/* Large requests are hugezero's blocks, small ones the next allocator's:
+ * otherwise the test would not be testing the recycler at all. */
+static void check_owner(const void *p, size_t size, const char *what)
+{
+	if (hz_blocks_owns(p) != (size >= THRESHOLD))
+		fail_msg("%s(%zu) = %p is %s hugezero block", what, size, p,
+			 hz_blocks_owns(p) ? "a" : "not a");
+	if (hz_preload_malloc_usable_size(hz_test_libc_next, (void *)p) < size)
+		fail_msg("%s(%zu): usable size %zu", what, size,
+			 hz_preload_malloc_usable_size(hz_test_libc_next, (void *)p));
+}
+
+static void release(struct slot *s)
+{
+	if (!stamped(s, s->size))
+		fail_msg("block %p (%zu bytes) changed while live: handed out twice?",
+			 (void *)s->p, s->size);
+	memset(s->p, DIRTY, s->size);
+	escape(s->p);
+	hz_preload_free(hz_test_libc_next, s->p);
+	s->p = NULL;
+}
+
+static void resize(struct slot *s, size_t size)
+{
+	size_t keep = size < s->size ? size : s->size;
+	unsigned char *q = hz_preload_realloc(hz_test_libc_next, s->p, size);
+
+	if (q == NULL)
+		fail_msg("realloc(%p, %zu) failed", (void *)s->p, size);
+	s->p = q;
+	if (!stamped(&(struct slot){ q, s->size, s->seed }, keep))
+		fail_msg("realloc %zu -> %zu lost data", s->size, size);
+	check_owner(q, size, "realloc");
+	s->size = size;
+	stamp(s);
+}
+
+/* A new block for an empty slot, through one of the entry points; returns
+ * the entry point's name. */
+static const char *fill(struct slot *s, struct rng *r, uint64_t op)
+{
+	void *p = NULL;
+	const char *what;
+
+	s->size = pick_size(r);
+	s->seed = (unsigned char)next(r);
+	if (op % 4 == 1) {
+		what = "calloc";
+		p = hz_preload_calloc(hz_test_libc_next, 1, s->size);
+		if (p)
+			assert_zero(p, s->size, "calloc");
+	} else if (op % 4 == 2) {
+		size_t align = (size_t)8 << (next(r) % 20); /* 8 B .. 4 MiB */
+
+		what = "posix_memalign";
+		if (hz_preload_posix_memalign(hz_test_libc_next, &p, align, s->size) != 0)
+			p = NULL;
+		if (p && (uintptr_t)p % align != 0)
+			fail_msg("posix_memalign(%zu, %zu) = %p", align, s->size, p);
+	} else {
+		what = "malloc";
+		p = hz_preload_malloc(hz_test_libc_next, s->size);
+	}
+	if (p == NULL)
+		fail_msg("%s(%zu) failed", what, s->size);
+	s->p = p;
+	check_owner(p, s->size, what);
+	return what;
+}
+
+/* Does [p, p + size) overlap another live block of slots? */
+static void check_alone(const struct slot *slots, unsigned n, const struct slot *s)
+{
+	uintptr_t a = (uintptr_t)s->p, b = a + s->size;
+
+	for (unsigned i = 0; i < n; i++) {
+		uintptr_t c = (uintptr_t)slots[i].p, d = c + slots[i].size;
+
+		if (&slots[i] != s && slots[i].p && a < d && c < b)
+			fail_msg("block %p (%zu bytes) overlaps live block %p (%zu bytes)",
+				 (void *)s->p, s->size, (void *)slots[i].p, slots[i].size);
+	}
+}
+
+static void single_thread_sequence_keeps_contents(void **state)
+{
+	long ops = env_long("HZ_OPS", 20000);
+	struct slot slots[SLOTS] = { { 0 } };
+	struct rng r = { 0x2545f4914f6cdd1dull };
+	uint64_t hits0 = __atomic_load_n(&hz_stats.cache_hits, __ATOMIC_RELAXED);
+
+	(void)state;
+	for (long i = 0; i < ops; i++) {
+		struct slot *s = &slots[next(&r) % SLOTS];
+		uint64_t op = next(&r) % 8;
+
+		if (s->p && op < 3) {
+			release(s);
+			continue;
+		}
+		if (s->p && op < 5)
+			resize(s, pick_size(&r));
+		else if (!s->p)
+			fill(s, &r, op);
+		else
+			continue;
+		check_alone(slots, SLOTS, s);
+		stamp(s);
+	}
+	for (unsigned i = 0; i < SLOTS; i++)
+		if (slots[i].p)
+			release(&slots[i]);
+	/* The sequence must have reused freed blocks, or it proved nothing
+	 * about recycling. */
+	assert_true(__atomic_load_n(&hz_stats.cache_hits, __ATOMIC_RELAXED) > hits0);
+}
+
+/* ---- 8 threads ---- */
+
+/* Every thread's live blocks, read by all threads with relaxed atomics:
+ * they give no ordering, so ThreadSanitizer still sees every race inside
+ * the recycler. A slot is cleared before its block is freed and set after
+ * a block is handed out; the recycler's lock orders a free before the
+ * reuse, so a stale entry can only mean a block handed out twice. */
+struct shared_range {
+	uintptr_t start, end;
+};
+
+static struct shared_range live[THREADS][THREAD_SLOTS];
+
+static void publish(struct shared_range *e, const struct slot *s)
+{
+	uintptr_t start = s->p ? (uintptr_t)s->p : 0;
+
+	__atomic_store_n(&e->start, start, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->end, s->p ? start + s->size : 0, __ATOMIC_RELAXED);
+}
+
+static void check_unshared(unsigned self, unsigned slot, const struct slot *s)
+{
+	uintptr_t a = (uintptr_t)s->p, b = a + s->size;
+
+	for (unsigned t = 0; t < THREADS; t++) {
+		for (unsigned i = 0; i < THREAD_SLOTS; i++) {
+			uintptr_t c = __atomic_load_n(&live[t][i].start, __ATOMIC_RELAXED);
+			uintptr_t d = __atomic_load_n(&live[t][i].end, __ATOMIC_RELAXED);
+
+			if ((t != self || i != slot) && c && a < d && c < b)
+				fail_msg("thread %u got %p (%zu bytes) while thread %u holds "
+					 "[%#lx, %#lx)", self, (void *)s->p, s->size, t,
+					 (unsigned long)c, (unsigned long)d);
+		}
+	}
+}
+
+struct worker {
+	unsigned id;
+	long ops;
+};
+
+static void worker_op(const struct worker *w, struct slot *slots, struct rng *r)
+{
+	unsigned i = (unsigned)(next(r) % THREAD_SLOTS);
+	struct slot *s = &slots[i];
+	uint64_t op = next(r) % 8;
+
+	if (s->p && op < 4) {
+		publish(&live[w->id][i], &(struct slot){ 0 });
+		release(s);
+		return;
+	}
+	if (s->p && op < 6) {
+		publish(&live[w->id][i], &(struct slot){ 0 });
+		resize(s, pick_size(r));
+	} else if (!s->p) {
+		/* Calloc-heavy: the calloc demand keeps the pre-zero thread
+		 * busy, and callocs claim spans it is zeroing. */
+		fill(s, r, op % 2 ? 1 : op);
+	} else {
+		return;
+	}
+	stamp(s);
+	publish(&live[w->id][i], s);
+	check_unshared(w->id, i, s);
+}
+
+static void *run_worker(void *arg)
+{
+	const struct worker *w = arg;
+	struct slot slots[THREAD_SLOTS] = { { 0 } };
+	struct rng r = { 0x9e3779b97f4a7c15ull * (w->id + 1) };
+
+	for (long n = 0; n < w->ops; n++) {
+		worker_op(w, slots, &r);
+		/* SCHED_IDLE gives the pre-zero thread only idle cores: leave
+		 * some, so it works while callocs arrive. */
+		if (n % 16 == 15)
+			usleep(100);
+	}
+	for (unsigned i = 0; i < THREAD_SLOTS; i++) {
+		publish(&live[w->id][i], &(struct slot){ 0 });
+		if (slots[i].p)
+			release(&slots[i]);
+	}
+	return NULL;
+}
+
+static void eight_threads_race_the_prezero_thread(void **state)
+{
+	long ops = env_long("HZ_OPS", 3000);
+	struct worker w[THREADS];
+	pthread_t t[THREADS];
+	uint64_t zeroed0 = __atomic_load_n(&hz_stats.prezeroed_bytes, __ATOMIC_RELAXED);
+
+	(void)state;
+	for (unsigned i = 0; i < THREADS; i++) {
+		w[i] = (struct worker){ i, ops };
+		assert_int_equal(pthread_create(&t[i], NULL, run_worker, &w[i]), 0);
+	}
+	for (unsigned i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	printf("# pre-zeroed %llu MiB, %llu callocs took a block mid-zeroing\n",
+	       (unsigned long long)((__atomic_load_n(&hz_stats.prezeroed_bytes,
+						     __ATOMIC_RELAXED) - zeroed0) >> 20),
+	       (unsigned long long)__atomic_load_n(&hz_stats.takeovers, __ATOMIC_RELAXED));
+	/* The thread must have worked alongside the callers, or there was no
+	 * race to test. */
+	assert_true(__atomic_load_n(&hz_stats.prezeroed_bytes, __ATOMIC_RELAXED) > zeroed0);
+}
+
+/* ---- fork ---- */
+
+/* The child of a fork taken while the pre-zero thread zeroes a large dirty
+ * block: calloc there is zero, and a free there re-creates the thread. */
+static int child_checks(size_t big)
+{
+	unsigned char *c = hz_preload_calloc(hz_test_libc_next, 1, big);
+
+	if (c == NULL)
+		return 2;
+	for (size_t j = 0; j < big; j += 4096)
+		if (c[j] || c[j + 4095])
+			return 3;
+	memset(c, DIRTY, big);
+	escape(c);
+	hz_preload_free(hz_test_libc_next, c);
+	c = hz_preload_calloc(hz_test_libc_next, 1, big);
+	if (c == NULL)
+		return 2;
+	for (size_t j = 0; j < big; j += 4096)
+		if (c[j] || c[j + 4095])
+			return 4;
+	hz_preload_free(hz_test_libc_next, c);
+	return 0;
+}
+
+static void fork_while_prezeroing_keeps_calloc_zero(void **state)
+{
+	const size_t big = 48 * MiB;
+
+	(void)state;
+	for (int i = 0; i < 10; i++) {
+		unsigned char *p = hz_preload_malloc(hz_test_libc_next, big);
+		int status;
+		pid_t pid;
+
+		assert_non_null(p);
+		memset(p, DIRTY, big);
+		escape(p);
+		hz_preload_free(hz_test_libc_next, p);
+		/* A calloc raises the demand for clean memory: the thread now
+		 * zeroes the dirty block, and fork catches it in flight. */
+		p = hz_preload_calloc(hz_test_libc_next, 1, 4 * MiB);
+		assert_non_null(p);
+		hz_preload_free(hz_test_libc_next, p);
+		usleep((useconds_t)(i * 300));
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0)
+			_exit(child_checks(big));
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status));
+		if (WEXITSTATUS(status) != 0)
+			fail_msg("child %d: exit status %d (3, 4: calloc not zero)", i,
+				 WEXITSTATUS(status));
+		p = hz_preload_calloc(hz_test_libc_next, 1, big);
+		assert_non_null(p);
+		assert_zero(p, big, "calloc in the parent after fork");
+		hz_preload_free(hz_test_libc_next, p);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest all[] = {
+		cmocka_unit_test(single_thread_sequence_keeps_contents),
+		cmocka_unit_test(eight_threads_race_the_prezero_thread),
+		cmocka_unit_test(fork_while_prezeroing_keeps_calloc_zero),
+	};
+
+	hz_test_library_options();
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
+	return cmocka_run_group_tests(all, NULL, NULL);
+}
