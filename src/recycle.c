@@ -14,7 +14,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -36,6 +35,21 @@
 #define RELEASE_BATCH 8
 /* How often the idle pre-zero thread wakes to apply the decay. */
 #define TICK_NS 250000000ull
+/* A unit cleared slower than 1 byte/ns (1 GB/s) means the thread is
+ * starved of CPU: on a free core it clears at 8-19 GB/s here, and at nice
+ * 19 beside two busy threads a 32 MiB unit took 0.1-1 s, while a calloc
+ * waited for it (bench/RESULTS.md, "pre-zero thread under load"). */
+#define STARVED_NS_PER_BYTE 1
+/* A starved thread stops for this long (ns), and calloc zeroes meanwhile. */
+#define STARVED_PAUSE_NS 1000000000ull
+/* A calloc waiting for the thread spins this many times, then sleeps
+ * (giving its CPU to the thread, if they share one) this long (ns). */
+#define CLAIM_SPINS 1024
+#define CLAIM_SLEEP_NS 20000
+/* It waits at most as long as a unit takes at 4 GB/s (0.25 ns a byte; the
+ * thread clears at 8-19 GB/s on a free core), then gives up the claim and
+ * takes another block: a starved thread must not stall the program. */
+#define CLAIM_WAIT_NS_PER_4_BYTES 1
 
 enum { PREZERO_THREAD, PREZERO_SYNC, PREZERO_OFF };
 
@@ -47,6 +61,7 @@ struct entry {
 
 /* A calloc waiting for the span the thread is zeroing. */
 struct claim {
+	struct hz_span span; /* as the thread leaves it (it may change backing) */
 	size_t remaining; /* bytes from the start still dirty */
 	int done;         /* set (release) once remaining is valid */
 };
@@ -85,6 +100,8 @@ static pthread_mutex_t wake_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake_cond = PTHREAD_COND_INITIALIZER;
 static int thread_started;
 static int wake_pending;
+/* Until when (ns) the thread rests after finding itself starved. */
+static uint64_t paused_until;
 
 static void load_config(void)
 {
@@ -302,9 +319,15 @@ static void adapt_backing(struct hz_span *s, enum hz_zero_method m)
 
 static void wake_thread(void);
 
-/* Zero the in-flight span from the end down, unit by unit, until done or
- * claimed (a sparse span is dropped at once). Returns the bytes from the
- * start still dirty. */
+/* Did clearing bytes take so long (ns) that the thread is starved? */
+static bool starved(size_t bytes, uint64_t ns)
+{
+	return bytes > 0 && ns > (uint64_t)bytes * STARVED_NS_PER_BYTE;
+}
+
+/* Zero the in-flight span from the end down, unit by unit, until done,
+ * claimed, or starved (a sparse span is dropped at once). Returns the
+ * bytes from the start still dirty. */
 static size_t zero_in_flight(struct hz_span *s)
 {
 	enum hz_zero_how how = zero_how(s);
@@ -319,9 +342,18 @@ static size_t zero_in_flight(struct hz_span *s)
 	}
 	while (top > 0 && !__atomic_load_n(&flight.claim, __ATOMIC_ACQUIRE)) {
 		size_t unit = top < cfg.unit ? top : cfg.unit;
+		uint64_t u0 = hz_prim_now_ns();
+		size_t w;
 
 		top -= unit;
-		written += hz_zero_with(s->start + top, unit, 0, m, how);
+		w = hz_zero_with(s->start + top, unit, 0, m, how);
+		written += w;
+		if (top > 0 && starved(w, hz_prim_now_ns() - u0)) {
+			__atomic_store_n(&paused_until, hz_prim_now_ns() + STARVED_PAUSE_NS,
+					 __ATOMIC_RELAXED);
+			hz_stats_add(prezero_starved, 1);
+			break;
+		}
 	}
 	adapt_backing(s, m);
 	hz_stats_add(prezeroed_bytes, written);
@@ -342,15 +374,19 @@ static bool pick_work(void)
 	return false;
 }
 
+/* A span left partly dirty (the thread stopped, starved) goes back dirty
+ * as a whole: splitting off its clean top is not worth the bookkeeping for
+ * the one unit a starved thread clears. */
 static void finish_flight(size_t remaining, struct batch *b)
 {
 	struct claim *c = flight.claim;
 
 	if (c) {
+		c->span = flight.span;
 		c->remaining = remaining;
 		__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
 	} else {
-		add_entry((struct entry){ flight.span, hz_prim_now_ns(), true }, b);
+		add_entry((struct entry){ flight.span, hz_prim_now_ns(), remaining == 0 }, b);
 	}
 	flight.busy = false;
 }
@@ -381,9 +417,13 @@ static void *prezero_main(void *arg)
 		struct batch b = { .count = 0 };
 		bool work = false;
 
+		uint64_t now = hz_prim_now_ns();
+
 		hz_lock(&lock);
-		decay(&b, hz_prim_now_ns());
-		if (clean_bytes < calloc_demand)
+		decay(&b, now);
+		if (now < __atomic_load_n(&paused_until, __ATOMIC_RELAXED))
+			work = false;
+		else if (clean_bytes < calloc_demand)
 			work = pick_work();
 		else
 			calloc_demand -= calloc_demand / 8; /* demand fades when idle */
@@ -445,29 +485,65 @@ static void wake_thread(void)
 
 /* ---- the entry points ---- */
 
-/* Claim the in-flight span and wait for the thread to stop at its next
- * unit boundary (at most one unit of work). */
-static size_t claim_in_flight(struct hz_span *span)
+static bool claimable(size_t size, size_t align)
 {
-	struct claim c = { 0, 0 };
+	return flight.busy && !flight.claim && fits(&flight.span, size, align) &&
+	       !wasteful(flight.span.granules, granules_for(size, flight.span.backing));
+}
+
+static void wait_for_claim(const struct claim *c)
+{
+	const struct timespec nap = { 0, CLAIM_SLEEP_NS };
+	uint64_t deadline = hz_prim_now_ns() + cfg.unit / 4 * CLAIM_WAIT_NS_PER_4_BYTES;
 	unsigned spins = 0;
 
-	*span = flight.span;
+	while (!__atomic_load_n(&c->done, __ATOMIC_ACQUIRE)) {
+		if (++spins <= CLAIM_SPINS) {
+			hz_cpu_relax();
+			continue;
+		}
+		if (hz_prim_now_ns() > deadline)
+			return;
+		nanosleep(&nap, NULL);
+	}
+}
+
+/* Claim the in-flight span (called with the lock held; returns with it
+ * free) and wait for the thread to stop at its next unit boundary. The wait
+ * sleeps after a short spin: the thread runs at the lowest priority, and a
+ * spinning caller on its CPU would keep it from finishing. Returns 0 with
+ * the span and its dirty bytes from the start, or -EAGAIN when the thread
+ * was too slow: the claim is then withdrawn under the lock (the thread
+ * reads the claim only under it when it finishes, so it never writes to
+ * this stack frame afterwards) and the span stays the thread's. */
+static int claim_in_flight(struct hz_span *span, size_t *dirty)
+{
+	struct claim c = { .done = 0 };
+	bool done;
+
 	__atomic_store_n(&flight.claim, &c, __ATOMIC_RELEASE);
 	hz_unlock(&lock);
-	while (!__atomic_load_n(&c.done, __ATOMIC_ACQUIRE)) {
-		if (++spins % 1024 == 0)
-			sched_yield();
-		hz_cpu_relax();
+	wait_for_claim(&c);
+	hz_lock(&lock);
+	done = __atomic_load_n(&c.done, __ATOMIC_ACQUIRE);
+	if (!done)
+		__atomic_store_n(&flight.claim, NULL, __ATOMIC_RELAXED);
+	hz_unlock(&lock);
+	if (!done) {
+		hz_stats_add(takeovers_abandoned, 1);
+		return -EAGAIN;
 	}
 	hz_stats_add(takeovers, 1);
-	return c.remaining;
+	*span = c.span;
+	*dirty = c.remaining;
+	return 0;
 }
 
 int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 {
 	const struct config *c = config();
 	bool dirty_ok = !zero || c->prezero != PREZERO_OFF;
+	bool may_claim = true;
 	struct batch b = { .count = 0 };
 	struct hz_span span;
 	size_t dirty = 0;
@@ -475,22 +551,25 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 
 	if (c->cache_max == 0)
 		return hz_blocks_alloc(size, align, out);
+retry:
 	hz_lock(&lock);
 	/* Keep about two of the largest recent callocs clean. */
 	if (zero && calloc_demand < 2 * size)
 		calloc_demand = 2 * size;
 	decay(&b, hz_prim_now_ns());
 	i = pick(size, align, zero, dirty_ok);
-	if (i >= 0 && (!zero || entries[i].clean || !flight.busy ||
-		       !fits(&flight.span, size, align))) {
+	if (i >= 0 && (!zero || entries[i].clean || !may_claim ||
+		       !fits(&flight.span, size, align) || !flight.busy)) {
 		struct entry e = take_for((unsigned)i, size, &b);
 
 		span = e.span;
 		dirty = e.clean ? 0 : hz_span_bytes(&span);
 		hz_unlock(&lock);
-	} else if (zero && flight.busy && !flight.claim && fits(&flight.span, size, align) &&
-		   !wasteful(flight.span.granules, granules_for(size, flight.span.backing))) {
-		dirty = claim_in_flight(&span); /* unlocks */
+	} else if (zero && may_claim && claimable(size, align)) {
+		if (claim_in_flight(&span, &dirty) != 0) { /* unlocks */
+			may_claim = false;
+			goto retry;
+		}
 	} else if (i >= 0) {
 		span = take_for((unsigned)i, size, &b).span;
 		dirty = hz_span_bytes(&span);
@@ -570,6 +649,7 @@ void hz_recycle_fork_child(void)
 	wake_pending = 0;
 	if (flight.busy) {
 		if (flight.claim) {
+			flight.claim->span = flight.span;
 			flight.claim->remaining = hz_span_bytes(&flight.span);
 			__atomic_store_n(&flight.claim->done, 1, __ATOMIC_RELEASE);
 		} else {
