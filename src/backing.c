@@ -86,6 +86,23 @@ static int thp_enabled(void)
 	return v;
 }
 
+/* prctl(PR_SET_THP_DISABLE) gives the process 4 KiB pages everywhere, yet
+ * MADV_HUGEPAGE still succeeds (Linux 6.18; tests/resources/thp_disabled.c),
+ * so ask for the flag itself. Bit 1 (PR_THP_DISABLE_EXCEPT_ADVISED) keeps
+ * THP for MADV_HUGEPAGE regions, which ours are. Not cached: a program may
+ * set it at any time, and a prctl costs little next to mapping a block. */
+static int thp_disabled_here(void)
+{
+	int flags = hz_prim_thp_disable_flags();
+
+	return flags > 0 && (flags & 1) && !(flags & 2);
+}
+
+int hz_backing_thp_usable(void)
+{
+	return thp_enabled() && !thp_disabled_here();
+}
+
 enum hz_backing hz_backing_first(size_t len)
 {
 	switch (hz_option_u64(HZ_OPT_BACKING)) {
@@ -232,9 +249,7 @@ static int map_small_or_thp(uintptr_t start, size_t len, enum hz_backing want,
 	}
 	*got = HZ_BACKING_SMALL;
 	if (want == HZ_BACKING_THP) {
-		/* MADV_HUGEPAGE fails with EINVAL when the process disabled THP
-		 * with PR_SET_THP_DISABLE. */
-		if (thp_enabled() &&
+		if (hz_backing_thp_usable() &&
 		    hz_prim_madvise((void *)start, len, MADV_HUGEPAGE) == 0)
 			*got = check_fresh_thp(start, len);
 		else

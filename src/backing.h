@@ -25,6 +25,11 @@ size_t hz_backing_page(enum hz_backing b);
  * to hz_backing_page() of the result. */
 enum hz_backing hz_backing_first(size_t len);
 
+/* 1 when MADV_HUGEPAGE memory gets THP in this process now: THP is not
+ * "never" in sysfs and the process has not disabled it with
+ * prctl(PR_SET_THP_DISABLE); else 0. */
+int hz_backing_thp_usable(void);
+
 /* Map [start, start + len) read-write over the reservation, trying want and
  * then each smaller backing. start and len are multiples of want's page.
  * The memory is zero. Returns 0 and the backing used, or a negative errno

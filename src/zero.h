@@ -40,5 +40,10 @@ enum hz_zero_method hz_zero_choose(uintptr_t start, size_t len, enum hz_zero_how
 size_t hz_zero_with(uintptr_t start, size_t len, uintptr_t hint,
 		    enum hz_zero_method method, enum hz_zero_how how);
 
+/* Did the start-up probe find mincore and MADV_DONTNEED behaving as on
+ * Linux (false under some emulators)? Without them whole ranges are
+ * cleared. */
+bool hz_zero_residency_trusted(void);
+
 
 #endif /* HZ_ZERO_H */

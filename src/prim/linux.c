@@ -125,6 +125,11 @@ int hz_prim_name_mapping(void *addr, size_t len, const char *name)
 			    (unsigned long)addr, len, (unsigned long)name);
 }
 
+int hz_prim_thp_disable_flags(void)
+{
+	return (int)SYSCALL(SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0);
+}
+
 ssize_t hz_prim_read_file(const char *path, char *buf, size_t size)
 {
 	long fd = SYSCALL(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);

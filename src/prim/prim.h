@@ -41,6 +41,12 @@ int hz_prim_lower_thread_priority(void);
  * before 5.17 or without CONFIG_ANON_VMA_NAME return -EINVAL. */
 int hz_prim_name_mapping(void *addr, size_t len, const char *name);
 
+/* The process's PR_GET_THP_DISABLE value: 0; 1 when THP is disabled for
+ * every mapping (prctl(PR_SET_THP_DISABLE), inherited across fork and
+ * exec); 3 when disabled except for MADV_HUGEPAGE regions (Linux 6.18's
+ * PR_THP_DISABLE_EXCEPT_ADVISED). Or a negative errno value. */
+int hz_prim_thp_disable_flags(void);
+
 /* Read up to size - 1 bytes of a small /proc or /sys file into buf,
  * NUL-terminated. Returns the length or a negative errno value. */
 ssize_t hz_prim_read_file(const char *path, char *buf, size_t size);

@@ -1,0 +1,109 @@
+/* hz_zero_range: a used range reads zero afterwards, and the work done is
+ * only what the last user left: untouched pages are left alone, pages that
+ * read zero already are not written again, sparse use is dropped. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <cmocka.h>
+
+#include "zero.h"
+
+#define PAGE ((size_t)4096)
+#define PAGES 512 /* 2 MiB */
+
+static unsigned char *map_range(void)
+{
+	void *p = mmap(NULL, PAGES * PAGE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	assert_true(p != MAP_FAILED);
+	/* 4 KiB pages: each page's residency is its own. */
+	assert_int_equal(madvise(p, PAGES * PAGE, MADV_NOHUGEPAGE), 0);
+	return p;
+}
+
+static void assert_all_zero(const unsigned char *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != 0)
+			fail_msg("byte %zu reads %#x after hz_zero_range", i, p[i]);
+}
+
+/* Without a working mincore and MADV_DONTNEED (qemu-user ignores
+ * MADV_DONTNEED) hz_zero_range clears whole ranges, by design. */
+static void need_residency(void)
+{
+	if (!hz_zero_residency_trusted()) {
+		print_message("skipped: mincore/MADV_DONTNEED do not behave as on Linux "
+			      "here (an emulator?), so whole ranges are cleared\n");
+		skip();
+	}
+}
+
+/* Every page touched, one in four holding a single non-zero byte (at its
+ * first, last or a middle offset): exactly those pages are written. */
+static void dense_use_clears_only_pages_that_are_not_zero(void **state)
+{
+	unsigned char *p;
+	size_t dirty = 0;
+
+	(void)state;
+	need_residency();
+	p = map_range();
+	memset(p, 0, PAGES * PAGE); /* resident, and zero */
+	for (size_t i = 0; i < PAGES; i += 4) {
+		size_t off = (i / 4) % 3 == 0 ? 0 : (i / 4) % 3 == 1 ? PAGE - 1 : 2049;
+
+		p[i * PAGE + off] = 0xa5;
+		dirty++;
+	}
+	size_t written = hz_zero_range((uintptr_t)p, PAGES * PAGE, (uintptr_t)p,
+				       HZ_ZERO_WRITE_ONLY);
+	assert_all_zero(p, PAGES * PAGE);
+	assert_int_equal(written, dirty * PAGE);
+	munmap(p, PAGES * PAGE);
+}
+
+/* Every page full of data: every page is written, the hint's page too. */
+static void fully_written_range_is_cleared_whole(void **state)
+{
+	unsigned char *p = map_range();
+
+	(void)state;
+	memset(p, 0x5a, PAGES * PAGE);
+	size_t written = hz_zero_range((uintptr_t)p, PAGES * PAGE,
+				       (uintptr_t)p + 100 * PAGE + 7, HZ_ZERO_WRITE_ONLY);
+	assert_all_zero(p, PAGES * PAGE);
+	assert_int_equal(written, PAGES * PAGE);
+	munmap(p, PAGES * PAGE);
+}
+
+/* A few pages touched: nothing is written (the pages are dropped), and
+ * the range reads zero. */
+static void sparse_use_is_dropped_not_written(void **state)
+{
+	unsigned char *p;
+
+	(void)state;
+	need_residency();
+	p = map_range();
+	for (size_t i = 0; i < PAGES; i += 64)
+		p[i * PAGE + 5] = 1;
+	size_t written = hz_zero_range((uintptr_t)p, PAGES * PAGE, 0, HZ_ZERO_ANY);
+	assert_all_zero(p, PAGES * PAGE);
+	assert_int_equal(written, 0);
+	munmap(p, PAGES * PAGE);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(dense_use_clears_only_pages_that_are_not_zero),
+		cmocka_unit_test(fully_written_range_is_cleared_whole),
+		cmocka_unit_test(sparse_use_is_dropped_not_written),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
