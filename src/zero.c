@@ -97,60 +97,12 @@ struct walk {
 	size_t written;
 };
 
-static void clear_pages(const struct walk *w, struct hz_range run, uintptr_t hint)
+static void clear_run(const struct walk *w, struct hz_range run, uintptr_t hint)
 {
 	if (w->cached)
 		hz_clear_cached((void *)run.start, hz_range_len(run));
 	else
 		hz_clear((void *)run.start, hz_range_len(run), (const void *)hint);
-}
-
-/* Does the page read zero? Stops at the first non-zero word, so a page of
- * data costs a few loads. */
-static bool page_is_zero(uintptr_t page)
-{
-	const uint64_t *w = (const uint64_t *)page;
-
-	for (size_t i = 0; i < PAGE / 8; i += 8) {
-		if (w[i] | w[i + 1] | w[i + 2] | w[i + 3] | w[i + 4] | w[i + 5] | w[i + 6] |
-		    w[i + 7])
-			return false;
-	}
-	return true;
-}
-
-/* Clear the pages of a resident run that do not read zero already; the
- * stretch holding hint last. Resident is not the same as written: a page
- * this code cleared stays resident, so a block used for a small part
- * after a full clear would otherwise be cleared whole again at every reuse
- * (the mixed workload of bench/run-recycle cleared 1.7x what it wrote).
- * Reading a zero page is cheaper than writing it, and a page of data is
- * recognised at its first words. Returns the bytes cleared. */
-static size_t clear_run(const struct walk *w, struct hz_range run, uintptr_t hint)
-{
-	struct hz_range dirty = { run.start, run.start }, hot = { 0, 0 };
-	size_t cleared = 0;
-
-	for (uintptr_t page = run.start; page <= run.end; page += PAGE) {
-		if (page < run.end && !page_is_zero(page)) {
-			dirty.end = page + PAGE;
-			continue;
-		}
-		if (!hz_range_empty(dirty)) {
-			if (hz_range_contains(dirty, hint)) {
-				hot = dirty;
-			} else {
-				clear_pages(w, dirty, 0);
-				cleared += hz_range_len(dirty);
-			}
-		}
-		dirty = (struct hz_range){ page + PAGE, page + PAGE };
-	}
-	if (!hz_range_empty(hot)) {
-		clear_pages(w, hot, hint);
-		cleared += hz_range_len(hot);
-	}
-	return cleared;
 }
 
 static void finish_run(struct walk *w, struct hz_range run, bool resident)
@@ -169,7 +121,8 @@ static void finish_run(struct walk *w, struct hz_range run, bool resident)
 		w->hot = run;
 		return;
 	}
-	w->written += clear_run(w, run, 0);
+	clear_run(w, run, 0);
+	w->written += hz_range_len(run);
 }
 
 /* mincore for up to VEC_PAGES pages from at; unknown counts as written. */
@@ -224,8 +177,10 @@ static size_t zero_resident_runs(uintptr_t start, size_t len, uintptr_t hint,
 	}
 	run.end = start + len;
 	finish_run(&w, run, resident);
-	if (!hz_range_empty(w.hot))
-		w.written += clear_run(&w, w.hot, hint);
+	if (!hz_range_empty(w.hot)) {
+		clear_run(&w, w.hot, hint);
+		w.written += hz_range_len(w.hot);
+	}
 	return w.written;
 }
 
