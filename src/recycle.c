@@ -550,6 +550,11 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 	size_t dirty = 0;
 	int i;
 
+	/* Larger than the reservation: nothing can serve it, and rounding it
+	 * up to granules (granules_for) would wrap around to a small size
+	 * that a cached span fits (malloc(SIZE_MAX) returned 0 bytes). */
+	if (size > hz_reservation.end - hz_reservation.start)
+		return -ENOMEM;
 	if (c->cache_max == 0)
 		return hz_blocks_alloc(size, align, out);
 retry:
