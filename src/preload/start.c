@@ -2,6 +2,9 @@
  * libraries, from several threads at once, and while dlsym calls calloc. */
 #include <pthread.h>
 #include <stdbool.h>
+#ifdef __GLIBC__
+#include <sys/single_threaded.h>
+#endif
 
 #include "../blocks.h"
 #include "../cpu/relax.h"
@@ -21,9 +24,55 @@ static int state = NEW;
 /* This thread is running start-up: its nested calls use the bootstrap. */
 static __thread bool starting_here;
 
-/* Locks are taken in the order the code nests them: recycle, then blocks. */
+#ifdef __GLIBC__
+/* glibc's fork takes the stdio list lock after the prepare handlers, but
+ * code holding it may wait for a large malloc: fflush(NULL) holds it while
+ * it waits for each stream's lock, and getline holds a stream's lock while
+ * it grows the line with realloc. Our locks taken before it would close the
+ * cycle (fork: ours, then the list; fflush: the list, then the stream;
+ * getline: the stream, then ours), so the list lock is taken first, the
+ * order glibc's own malloc keeps. Like glibc, only when threads exist (so
+ * fork from a signal handler in a single-threaded program never waits);
+ * it is recursive, so fork taking it again, or fork from a signal handler
+ * that interrupted its holder, does not deadlock. Exported by glibc since
+ * 2.2.5, without a header since 2.28. */
+void _IO_list_lock(void);
+void _IO_list_unlock(void);
+void _IO_list_resetlock(void);
+
+static bool stdio_list_locked;
+
+static void stdio_list_lock(void)
+{
+	stdio_list_locked = !__libc_single_threaded;
+	if (stdio_list_locked)
+		_IO_list_lock();
+}
+
+static void stdio_list_unlock(void)
+{
+	if (stdio_list_locked)
+		_IO_list_unlock();
+}
+
+/* glibc reset it too (the child has one thread): the same state, whatever
+ * it held before. */
+static void stdio_list_reset(void)
+{
+	if (stdio_list_locked)
+		_IO_list_resetlock();
+}
+#else
+static void stdio_list_lock(void) {}
+static void stdio_list_unlock(void) {}
+static void stdio_list_reset(void) {}
+#endif
+
+/* Locks are taken in the order the code nests them: stdio's list (see
+ * above), recycle, then blocks. */
 static void fork_prepare(void)
 {
+	stdio_list_lock();
 	hz_recycle_fork_prepare();
 	hz_blocks_fork_prepare();
 }
@@ -32,12 +81,16 @@ static void fork_parent(void)
 {
 	hz_blocks_fork_parent();
 	hz_recycle_fork_parent();
+	stdio_list_unlock();
 }
 
+/* The child is single-threaded: every lock is free, whatever its state
+ * was. */
 static void fork_child(void)
 {
 	hz_blocks_fork_child();
 	hz_recycle_fork_child();
+	stdio_list_reset();
 }
 
 static void start(hz_resolve_fn resolve)
