@@ -70,17 +70,20 @@ size_t res_first_nonzero(const void *p, size_t len)
 
 size_t res_resident(const void *p, size_t len)
 {
-	size_t pages = (len + 4095) / 4096, bytes = 0;
-	unsigned char *vec = mmap(NULL, pages, PROT_READ | PROT_WRITE,
-				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* Static: it must work where no new mapping can be made. */
+	static unsigned char vec[4096];
+	size_t bytes = 0;
 
-	if (vec == MAP_FAILED || mincore((void *)p, len, vec) != 0) {
-		fprintf(stderr, "mincore failed: %s\n", strerror(errno));
-		exit(1);
+	for (size_t off = 0; off < len; off += sizeof(vec) * 4096) {
+		size_t n = len - off < sizeof(vec) * 4096 ? len - off : sizeof(vec) * 4096;
+
+		if (mincore((char *)p + off, n, vec) != 0) {
+			fprintf(stderr, "mincore failed: %s\n", strerror(errno));
+			exit(1);
+		}
+		for (size_t i = 0; i < (n + 4095) / 4096; i++)
+			bytes += (vec[i] & 1) * 4096;
 	}
-	for (size_t i = 0; i < pages; i++)
-		bytes += (vec[i] & 1) * 4096;
-	munmap(vec, pages);
 	return bytes;
 }
 
