@@ -130,6 +130,27 @@ static void human(struct text *t, const struct hz_stats *s)
 	hz_exec_report(exec_line, t);
 }
 
+/* What HUGEZERO_EXEC did to executable text (the folio coverage, which
+ * needs a scan of the page tables, is in the text report only). */
+static void json_exec(struct text *t)
+{
+	struct hz_exec_stats e;
+
+	hz_exec_stats_get(&e);
+	put(t, " \"exec\": {\"mode\": \"%s\", \"segments\": %llu, \"text_bytes\": %llu, "
+	       "\"advised_bytes\": %llu, \"unaligned_bytes\": %llu, "
+	       "\"prewarmed_bytes\": %llu, \"prewarm_ns\": %llu,\n",
+	    hz_exec_mode_name(hz_exec_mode()), (unsigned long long)e.segments,
+	    (unsigned long long)e.text_bytes, (unsigned long long)e.advised_bytes,
+	    (unsigned long long)e.unaligned_bytes, (unsigned long long)e.prewarmed_bytes,
+	    (unsigned long long)e.prewarm_ns);
+	put(t, "  \"collapsed_bytes\": %llu, \"remapped_bytes\": %llu, \"remap_ns\": %llu, "
+	       "\"remap_skipped\": %llu, \"dlopens\": %llu, \"perfmap_lines\": %llu}}\n",
+	    (unsigned long long)e.collapsed_bytes, (unsigned long long)e.remapped_bytes,
+	    (unsigned long long)e.remap_ns, (unsigned long long)e.remap_skipped,
+	    (unsigned long long)e.dlopens, (unsigned long long)e.perfmap_lines);
+}
+
 static void json(struct text *t, const struct hz_stats *s)
 {
 	put(t, "{\"pid\": %d, \"large_requests\": %llu, "
@@ -159,13 +180,15 @@ static void json(struct text *t, const struct hz_stats *s)
 	    (unsigned long long)s->cache_bytes, (unsigned long long)s->cache_released_bytes,
 	    (unsigned long long)s->prezeroed_bytes, (unsigned long long)s->prezero_ns,
 	    (unsigned long long)s->takeovers, (unsigned long long)s->takeovers_abandoned,
-	    (unsigned long long)s->prezero_starved, (unsigned long long)s->thp_demoted, (unsigned long long)s->thp_promoted);
+	    (unsigned long long)s->prezero_starved, (unsigned long long)s->thp_demoted,
+	    (unsigned long long)s->thp_promoted);
 	put(t, " \"realloc_moved\": %llu, \"realloc_in_place\": %llu, "
-	       "\"realloc_copied\": %llu, \"mmaps_aligned\": %llu, \"mmap_bytes\": %llu}\n",
+	       "\"realloc_copied\": %llu, \"mmaps_aligned\": %llu, \"mmap_bytes\": %llu,\n",
 	    (unsigned long long)s->realloc_moved,
 	    (unsigned long long)s->realloc_in_place,
 	    (unsigned long long)s->realloc_copied,
 	    (unsigned long long)s->mmaps_aligned, (unsigned long long)s->mmap_bytes);
+	json_exec(t);
 }
 
 /* Expand %p to the pid and %% to %; returns -1 when it does not fit. */

@@ -24,11 +24,20 @@ run() {
 	# One stats file per process (the shell and time(1) are preloaded too).
 	served=$(cat "$work"/stats.*.json | grep -o '"large_requests": [0-9]*' |
 		awk '{ n += $2 } END { print n + 0 }')
+	# Every stats file is valid JSON with the exec section.
+	local bad_json
+	bad_json=$("$python" -c 'import json, sys
+for f in sys.argv[1:]:
+    d = json.load(open(f))
+    assert d["exec"]["mode"] in ("off", "advise", "remap"), f' "$work"/stats.*.json 2>&1)
 	local rss_g rss_h
 	rss_g=$(tail -1 "$work/rss.glibc")
 	rss_h=$(tail -1 "$work/rss.hz")
 	if ! cmp -s "$work/out.glibc" "$work/out.hz"; then
 		echo "FAIL $name: output differs under hugezero"
+		failures=$((failures + 1))
+	elif [ -n "$bad_json" ]; then
+		echo "FAIL $name: a stats file is not the JSON expected: $bad_json"
 		failures=$((failures + 1))
 	elif [ "$served" -eq 0 ]; then
 		echo "FAIL $name: hugezero served no large request"
