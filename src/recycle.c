@@ -494,7 +494,6 @@ static bool claimable(size_t size, size_t align)
 
 static void wait_for_claim(const struct claim *c)
 {
-	const struct timespec nap = { 0, CLAIM_SLEEP_NS };
 	uint64_t deadline = hz_prim_now_ns() + cfg.unit / 4 * CLAIM_WAIT_NS_PER_4_BYTES;
 	unsigned spins = 0;
 
@@ -505,7 +504,7 @@ static void wait_for_claim(const struct claim *c)
 		}
 		if (hz_prim_now_ns() > deadline)
 			return;
-		nanosleep(&nap, NULL);
+		hz_prim_sleep_ns(CLAIM_SLEEP_NS);
 	}
 }
 

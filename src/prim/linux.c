@@ -409,3 +409,14 @@ int hz_prim_move_mapping(void *old, size_t len, void *new_addr)
 		return (int)ret;
 	return ret == (long)new_addr ? 0 : -EFAULT;
 }
+
+/* A raw system call, not nanosleep(3): the C library's is a cancellation
+ * point, and a thread cancelled inside calloc must not be. */
+void hz_prim_sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+	int saved = errno;
+
+	syscall(SYS_nanosleep, &ts, NULL);
+	errno = saved;
+}

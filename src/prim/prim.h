@@ -68,6 +68,10 @@ uint64_t hz_prim_address_space_limit(void);
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t hz_prim_now_ns(void);
 
+/* Sleep about ns nanoseconds (less if a signal arrives). Never a
+ * cancellation point. */
+void hz_prim_sleep_ns(uint64_t ns);
+
 pid_t hz_prim_getpid(void);
 
 /* Size in bytes of the CPU's last-level cache (sysfs cpu0, highest cache
