@@ -664,3 +664,93 @@ void hz_recycle_fork_child(void)
 	}
 	release_batch(&b);
 }
+
+/* ---- draining and consistency checks (tests/fault) ---- */
+
+void hz_recycle_drain(void)
+{
+	for (;;) {
+		struct batch b = { .count = 0 };
+		bool busy;
+
+		hz_lock(&lock);
+		while (entry_count > 0 && b.count < RELEASE_BATCH) {
+			struct entry e = take_entry(entry_count - 1);
+
+			release_later(&b, &e.span);
+		}
+		busy = flight.busy;
+		hz_unlock(&lock);
+		release_batch(&b);
+		if (!busy && __atomic_load_n(&entry_count, __ATOMIC_RELAXED) == 0)
+			return;
+		if (busy) /* the thread gives its span back within one unit */
+			hz_prim_sleep_ns(CLAIM_SLEEP_NS);
+	}
+}
+
+static int check_entry(unsigned i, struct hz_recycle_census *c)
+{
+	const struct hz_span *s = &entries[i].span;
+
+	if (s->backing >= HZ_BACKING_COUNT || hz_blocks_check_span(s) != 0)
+		return -EUCLEAN;
+	for (unsigned j = 0; j < i; j++) {
+		const struct hz_span *t = &entries[j].span;
+
+		if (s->start < t->start + hz_span_bytes(t) && t->start < s->start + hz_span_bytes(s)) {
+			hz_warn("check: cached spans %p and %p overlap", (void *)s->start,
+				(void *)t->start);
+			return -EUCLEAN;
+		}
+	}
+	if (flight.busy && s->start < flight.span.start + hz_span_bytes(&flight.span) &&
+	    flight.span.start < s->start + hz_span_bytes(s)) {
+		hz_warn("check: cached span %p overlaps the one in flight", (void *)s->start);
+		return -EUCLEAN;
+	}
+	c->spans++;
+	c->cached_bytes += hz_span_bytes(s);
+	c->clean_bytes += entries[i].clean ? hz_span_bytes(s) : 0;
+	return 0;
+}
+
+static int check_totals(const struct hz_recycle_census *c)
+{
+	uint64_t stat = __atomic_load_n(&hz_stats.cache_bytes, __ATOMIC_RELAXED);
+
+	if (c->cached_bytes != cached_bytes || c->clean_bytes != clean_bytes ||
+	    stat != cached_bytes) {
+		hz_warn("check: cache holds %zu bytes (%zu clean), counted %zu (%zu), stats %llu",
+			c->cached_bytes, c->clean_bytes, cached_bytes, clean_bytes,
+			(unsigned long long)stat);
+		return -EUCLEAN;
+	}
+	if (entry_count > MAX_ENTRIES || (entry_count > 0 && cached_bytes > cfg.cache_max)) {
+		hz_warn("check: %u spans, %zu bytes over a %zu-byte cache", entry_count,
+			cached_bytes, cfg.cache_max);
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+int hz_recycle_check(struct hz_recycle_census *c,
+		     void (*visit)(const struct hz_span *span, bool clean, void *ctx),
+		     void *ctx)
+{
+	int ret = 0;
+
+	*c = (struct hz_recycle_census){ 0, 0, 0, 0 };
+	hz_lock(&lock);
+	if (flight.busy && hz_blocks_check_span(&flight.span) != 0)
+		ret = -EUCLEAN;
+	c->in_flight_bytes = flight.busy ? hz_span_bytes(&flight.span) : 0;
+	for (unsigned i = 0; i < entry_count && ret == 0; i++)
+		ret = check_entry(i, c);
+	if (ret == 0)
+		ret = check_totals(c);
+	for (unsigned i = 0; i < entry_count && ret == 0 && visit; i++)
+		visit(&entries[i].span, entries[i].clean, ctx);
+	hz_unlock(&lock);
+	return ret;
+}

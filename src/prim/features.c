@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "prim.h"
 
 #ifndef MADV_POPULATE_WRITE
@@ -57,12 +58,19 @@ bool hz_feature_collapse(void)
 	return ret != -EINVAL;
 }
 
+/* The one probe making its own system call; the others fail through the
+ * prim calls they make. */
 bool hz_feature_cachestat(void)
 {
+	int err = hz_prim_fault(HZ_CALL_CACHESTAT, 0, 0);
 	int saved = errno;
-	long ret = syscall(SYS_CACHESTAT, -1, NULL, NULL, 0);
-	bool present = ret == -1 && errno != ENOSYS;
+	bool present;
+	long ret;
 
+	if (err)
+		return err != -ENOSYS;
+	ret = syscall(SYS_CACHESTAT, -1, NULL, NULL, 0);
+	present = ret == -1 && errno != ENOSYS;
 	errno = saved;
 	return present;
 }

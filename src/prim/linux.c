@@ -1,5 +1,6 @@
 /* Linux system calls used by hugezero. See prim.h for the conventions. */
 #include "prim.h"
+#include "fault.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,7 +34,10 @@ static long checked(long ret, int saved_errno)
 int hz_prim_write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
+	int err = hz_prim_fault(HZ_CALL_WRITE, 0, len);
 
+	if (err)
+		return err;
 	while (len > 0) {
 		long n = SYSCALL(SYS_write, fd, p, len);
 
@@ -50,8 +54,12 @@ int hz_prim_write_all(int fd, const void *buf, size_t len)
 int hz_prim_mmap(void *addr, size_t len, int prot, int flags, int fd,
 		 off_t off, void **out)
 {
-	int saved = errno;
-	long ret = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+	int saved = errno, err = hz_prim_fault(HZ_CALL_MMAP, flags, len);
+	long ret;
+
+	if (err)
+		return err;
+	ret = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 
 	/* syscall() returns -1 with errno set for every error; any other
 	 * value is the address. */
@@ -64,14 +72,22 @@ int hz_prim_mmap(void *addr, size_t len, int prot, int flags, int fd,
 
 int hz_prim_munmap(void *addr, size_t len)
 {
+	int err = hz_prim_fault(HZ_CALL_MUNMAP, 0, len);
+
+	if (err)
+		return err;
 	return (int)SYSCALL(SYS_munmap, addr, len);
 }
 
 int hz_prim_mremap(void *old, size_t old_len, size_t new_len, int flags,
 		   void *new_addr, void **out)
 {
-	int saved = errno;
-	long ret = syscall(SYS_mremap, old, old_len, new_len, flags, new_addr);
+	int saved = errno, err = hz_prim_fault(HZ_CALL_MREMAP, flags, new_len);
+	long ret;
+
+	if (err)
+		return err;
+	ret = syscall(SYS_mremap, old, old_len, new_len, flags, new_addr);
 
 	if (ret == -1)
 		return (int)checked(ret, saved);
@@ -82,24 +98,38 @@ int hz_prim_mremap(void *old, size_t old_len, size_t new_len, int flags,
 
 int hz_prim_madvise(void *addr, size_t len, int advice)
 {
+	int err = hz_prim_fault(HZ_CALL_MADVISE, advice, len);
+
+	if (err)
+		return err;
 	return (int)SYSCALL(SYS_madvise, addr, len, advice);
 }
 
 int hz_prim_mprotect(void *addr, size_t len, int prot)
 {
+	int err = hz_prim_fault(HZ_CALL_MPROTECT, prot, len);
+
+	if (err)
+		return err;
 	return (int)SYSCALL(SYS_mprotect, addr, len, prot);
 }
 
 int hz_prim_mincore(void *addr, size_t len, unsigned char *vec)
 {
+	int err = hz_prim_fault(HZ_CALL_MINCORE, 0, len);
+
+	if (err)
+		return err;
 	return (int)SYSCALL(SYS_mincore, addr, len, vec);
 }
 
 int hz_prim_memory(uint64_t *ram, uint64_t *swap)
 {
 	struct sysinfo si;
-	int ret = (int)SYSCALL(SYS_sysinfo, &si);
+	int ret = hz_prim_fault(HZ_CALL_SYSINFO, 0, 0);
 
+	if (ret == 0)
+		ret = (int)SYSCALL(SYS_sysinfo, &si);
 	if (ret != 0)
 		return ret;
 	*ram = (uint64_t)si.totalram * si.mem_unit;
@@ -111,6 +141,10 @@ int hz_prim_lower_thread_priority(void)
 {
 	struct sched_param param = { 0 };
 	long tid = syscall(SYS_gettid);
+	int err = hz_prim_fault(HZ_CALL_SCHED, 0, 0);
+
+	if (err)
+		return err;
 
 	/* SCHED_IDLE runs only when a core would otherwise idle: the
 	 * pre-zeroer then never competes with the program. */
@@ -121,21 +155,32 @@ int hz_prim_lower_thread_priority(void)
 
 int hz_prim_name_mapping(void *addr, size_t len, const char *name)
 {
+	int err = hz_prim_fault(HZ_CALL_PRCTL, PR_SET_VMA_ANON_NAME, len);
+
+	if (err)
+		return err;
 	return (int)SYSCALL(SYS_prctl, PR_SET_VMA, PR_SET_VMA_ANON_NAME,
 			    (unsigned long)addr, len, (unsigned long)name);
 }
 
 int hz_prim_thp_disable_flags(void)
 {
+	int err = hz_prim_fault(HZ_CALL_PRCTL, PR_GET_THP_DISABLE, 0);
+
+	if (err)
+		return err;
 	return (int)SYSCALL(SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0);
 }
 
 ssize_t hz_prim_read_file(const char *path, char *buf, size_t size)
 {
-	long fd = SYSCALL(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	int err = hz_prim_fault(HZ_CALL_READ_FILE, 0, size);
 	size_t used = 0;
-	long n = 0;
+	long fd, n = 0;
 
+	if (err)
+		return err;
+	fd = SYSCALL(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return fd;
 	while (used + 1 < size) {
@@ -174,6 +219,10 @@ int hz_prim_read_u64(const char *path, uint64_t *out)
 
 int hz_prim_create_file(const char *path)
 {
+	int err = hz_prim_fault(HZ_CALL_OPEN, 0, 0);
+
+	if (err)
+		return err;
 	return (int)SYSCALL(SYS_openat, AT_FDCWD, path,
 			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 			    0600);
@@ -181,11 +230,19 @@ int hz_prim_create_file(const char *path)
 
 int hz_prim_close(int fd)
 {
+	int err = hz_prim_fault(HZ_CALL_CLOSE, 0, 0);
+
+	if (err)
+		return err;
 	return (int)SYSCALL(SYS_close, fd);
 }
 
 int hz_prim_dup_cloexec(int fd, int min)
 {
+	int err = hz_prim_fault(HZ_CALL_DUP, 0, 0);
+
+	if (err)
+		return err;
 	return (int)SYSCALL(SYS_fcntl, fd, F_DUPFD_CLOEXEC, min);
 }
 
@@ -193,7 +250,8 @@ uint64_t hz_prim_address_space_limit(void)
 {
 	struct rlimit rl;
 
-	if (SYSCALL(SYS_getrlimit, RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+	if (hz_prim_fault(HZ_CALL_GETRLIMIT, 0, 0) != 0 ||
+	    SYSCALL(SYS_getrlimit, RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
 		return UINT64_MAX;
 	return rl.rlim_cur;
 }
@@ -205,7 +263,8 @@ uint64_t hz_prim_now_ns(void)
 	/* clock_gettime goes through the vDSO: no system call, no symbol of
 	 * ours. */
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec +
+	       hz_prim_fault_clock_skew();
 }
 
 pid_t hz_prim_getpid(void)
@@ -243,6 +302,10 @@ uint64_t hz_prim_llc_size(void)
 
 int hz_prim_open_read(const char *path)
 {
+	int err = hz_prim_fault(HZ_CALL_OPEN, 0, 0);
+
+	if (err)
+		return err;
 	return (int)SYSCALL(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
 }
 
@@ -264,7 +327,10 @@ int hz_prim_open_kpageflags(void)
 
 ssize_t hz_prim_read(int fd, void *buf, size_t len)
 {
-	long n;
+	long n = hz_prim_fault(HZ_CALL_READ, 0, len);
+
+	if (n)
+		return n;
 
 	do
 		n = SYSCALL(SYS_read, fd, buf, len);
@@ -274,7 +340,10 @@ ssize_t hz_prim_read(int fd, void *buf, size_t len)
 
 ssize_t hz_prim_pread(int fd, void *buf, size_t len, uint64_t off)
 {
-	long n;
+	long n = hz_prim_fault(HZ_CALL_READ, 0, len);
+
+	if (n)
+		return n;
 
 	do
 		n = SYSCALL(SYS_pread64, fd, buf, len, (off_t)off);
@@ -285,8 +354,10 @@ ssize_t hz_prim_pread(int fd, void *buf, size_t len, uint64_t off)
 int hz_prim_file_size(int fd, uint64_t *size)
 {
 	struct stat st;
-	int ret = (int)SYSCALL(SYS_fstat, fd, &st);
+	int ret = hz_prim_fault(HZ_CALL_FSTAT, 0, 0);
 
+	if (ret == 0)
+		ret = (int)SYSCALL(SYS_fstat, fd, &st);
 	if (ret != 0)
 		return ret;
 	if (!S_ISREG(st.st_mode))
@@ -314,7 +385,9 @@ int hz_prim_cachestat(int fd, uint64_t off, uint64_t len, uint64_t *cached)
 		*cached = 0;
 		return 0;
 	}
-	ret = (int)SYSCALL(SYS_cachestat, fd, &range, &cs, 0);
+	ret = hz_prim_fault(HZ_CALL_CACHESTAT, 0, (size_t)len);
+	if (ret == 0)
+		ret = (int)SYSCALL(SYS_cachestat, fd, &range, &cs, 0);
 	if (ret != 0)
 		return ret;
 	*cached = cs.nr_cache * (uint64_t)sysconf(_SC_PAGESIZE);
@@ -323,6 +396,10 @@ int hz_prim_cachestat(int fd, uint64_t off, uint64_t len, uint64_t *cached)
 
 int hz_prim_fadvise(int fd, uint64_t off, uint64_t len, int advice)
 {
+	int err = hz_prim_fault(HZ_CALL_FADVISE, advice, (size_t)len);
+
+	if (err)
+		return err;
 	return (int)SYSCALL(SYS_fadvise64, fd, (off_t)off, (off_t)len, advice);
 }
 
@@ -330,9 +407,11 @@ int hz_prim_kernel_version(unsigned *major, unsigned *minor)
 {
 	struct utsname u;
 	char *end;
-	int ret = (int)SYSCALL(SYS_uname, &u);
+	int ret = hz_prim_fault(HZ_CALL_UNAME, 0, 0);
 	int saved = errno;
 
+	if (ret == 0)
+		ret = (int)SYSCALL(SYS_uname, &u);
 	if (ret != 0)
 		return ret;
 	*major = (unsigned)strtoul(u.release, &end, 10);
@@ -361,10 +440,11 @@ int hz_prim_thread_count(unsigned *count)
 int hz_prim_open_append(const char *path)
 {
 	struct stat st;
-	long fd = SYSCALL(SYS_openat, AT_FDCWD, path,
-			  O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
-			  0644);
+	long fd = hz_prim_fault(HZ_CALL_OPEN, 0, 0);
 
+	if (fd == 0)
+		fd = SYSCALL(SYS_openat, AT_FDCWD, path,
+			     O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return (int)fd;
 	if (SYSCALL(SYS_fstat, (int)fd, &st) != 0 || !S_ISREG(st.st_mode) ||
@@ -378,7 +458,10 @@ int hz_prim_open_append(const char *path)
 int hz_prim_move_mapping(void *old, size_t len, void *new_addr)
 {
 	long flags = MREMAP_MAYMOVE | MREMAP_FIXED;
-	long ret;
+	long ret = hz_prim_fault(HZ_CALL_MREMAP, flags, len);
+
+	if (ret)
+		return (int)ret;
 #if defined(__x86_64__)
 	register long r10 __asm__("r10") = flags;
 	register long r8 __asm__("r8") = (long)new_addr;
