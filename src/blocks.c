@@ -328,12 +328,37 @@ static int grow_in_place(size_t first, size_t old_g, size_t new_g,
 	return ret;
 }
 
-/* Move the block's page tables to a new, larger place in the reservation. */
-static int move_block(size_t first, size_t old_g, size_t new_g, size_t unit,
-		      uintptr_t *new_start)
+/* Kernels before 5.7: a plain move, which leaves a hole where the block
+ * was until it is reserved again. */
+static int move_leaving_hole(size_t first, size_t old_g, size_t new_g, size_t to)
 {
 	uintptr_t start = addr_of(first);
-	size_t to;
+	void *moved;
+	int ret;
+
+	ret = hz_prim_mremap((void *)start, old_g * HZ_GRANULE, new_g * HZ_GRANULE,
+			     MREMAP_MAYMOVE | MREMAP_FIXED, (void *)addr_of(to), &moved);
+	if (ret != 0) {
+		unclaim(to, new_g);
+		return ret;
+	}
+	if (hz_backing_reserve_fixed(start, old_g * HZ_GRANULE) == 0)
+		unclaim(first, old_g);
+	return 0;
+}
+
+/* Move the block's page tables to a new, larger place in the reservation:
+ * map the new tail there, then move the pages with MREMAP_DONTUNMAP, which
+ * leaves the old range mapped (and empty) until it is released. No step
+ * opens a hole in the reservation: the kernel could place another mapping
+ * in one, and we would take the pointers into it for ours (free would
+ * stop the program). */
+static int move_block(size_t first, size_t old_g, size_t new_g, size_t unit,
+		      enum hz_backing backing, uintptr_t *new_start)
+{
+	uintptr_t start = addr_of(first);
+	size_t old_len = old_g * HZ_GRANULE, to;
+	enum hz_backing got;
 	void *moved;
 	int ret;
 
@@ -342,15 +367,30 @@ static int move_block(size_t first, size_t old_g, size_t new_g, size_t unit,
 	hz_unlock(&lock);
 	if (ret != 0)
 		return ret;
-	ret = hz_prim_mremap((void *)start, old_g * HZ_GRANULE, new_g * HZ_GRANULE,
-			     MREMAP_MAYMOVE | MREMAP_FIXED, (void *)addr_of(to), &moved);
+	ret = hz_backing_map(addr_of(to) + old_len, (new_g - old_g) * HZ_GRANULE, backing, &got);
 	if (ret != 0) {
 		unclaim(to, new_g);
 		return ret;
 	}
-	/* mremap left a hole where the block was: reserve it again. */
-	if (hz_backing_reserve_fixed(start, old_g * HZ_GRANULE) == 0)
-		unclaim(first, old_g);
+	ret = hz_prim_mremap((void *)start, old_len, old_len,
+			     MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
+			     (void *)addr_of(to), &moved);
+	if (ret != 0) {
+		release(addr_of(to) + old_len, (new_g - old_g) * HZ_GRANULE);
+		unclaim(to, old_g);
+		/* EINVAL: no MREMAP_DONTUNMAP (or not for this memory). */
+		if (ret == -EINVAL) {
+			hz_lock(&lock);
+			ret = claim(new_g, unit / HZ_GRANULE, &to);
+			hz_unlock(&lock);
+			if (ret == 0)
+				ret = move_leaving_hole(first, old_g, new_g, to);
+		}
+		if (ret != 0)
+			return ret;
+	} else {
+		release(start, old_len);
+	}
 	*new_start = addr_of(to);
 	return 0;
 }
@@ -393,7 +433,7 @@ int hz_blocks_resize(void *p, size_t size, void **out)
 	} else if (new_g > old_g) {
 		if (grow_in_place(first, old_g, new_g, backing) == 0) {
 			hz_stats_add(realloc_in_place, 1);
-		} else if (move_block(first, old_g, new_g, unit, &start) == 0) {
+		} else if (move_block(first, old_g, new_g, unit, backing, &start) == 0) {
 			struct block_meta *n = &meta[index_of(start)];
 
 			n->backing = (uint8_t)backing;
