@@ -108,6 +108,26 @@ uint64_t res_smaps_sum(uintptr_t lo, uintptr_t hi, const char *field)
 	return kb * KiB;
 }
 
+uint64_t res_page_size(const void *p)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512], perms[8];
+	unsigned long a, b;
+	uint64_t kb = 0;
+	bool in = false;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx %7s", &a, &b, perms) == 3)
+			in = (uintptr_t)p >= a && (uintptr_t)p < b;
+		else if (in && strncmp(line, "KernelPageSize:", 15) == 0)
+			kb = strtoull(line + 15, NULL, 10);
+	}
+	fclose(f);
+	return kb * KiB;
+}
+
 int res_mapping_at(uintptr_t addr, uintptr_t *lo, uintptr_t *hi, char perms[5])
 {
 	FILE *f = fopen("/proc/self/maps", "r");

@@ -78,6 +78,10 @@ size_t res_resident(const void *p, size_t len);
  * overlapping [lo, hi). */
 uint64_t res_smaps_sum(uintptr_t lo, uintptr_t hi, const char *field);
 
+/* KernelPageSize of the mapping holding p, in bytes (2 MiB for hugetlb,
+ * even before a page is touched; 4 KiB for THP and 4 KiB memory), or 0. */
+uint64_t res_page_size(const void *p);
+
 /* The mapping holding addr in /proc/self/maps: 0 with its bounds and
  * permissions ("rw-p"), or -1 when addr is not mapped. */
 int res_mapping_at(uintptr_t addr, uintptr_t *lo, uintptr_t *hi, char perms[5]);

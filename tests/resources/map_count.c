@@ -299,11 +299,15 @@ static void map_limit_split_failure_falls_back_to_glibc(void **state)
 
 static void map_limit_exceeded_requests_fail_enomem_free_keeps_errno(void **state)
 {
-	static const char *const env[] = { BASE_ENV, "HUGEZERO_CACHE_MAX=0", NULL };
+	static const char *const env[] = { BASE_ENV, "HUGEZERO_CACHE_MAX=0",
+					   "HUGEZERO_VERBOSE=2", NULL };
 	struct child c;
 
 	(void)state;
 	run("over_limit_requests_fail", env, &c);
+	/* free really met the refusal (and dropped the memory instead). */
+	if (strstr(c.err, "could not return") == NULL)
+		fail_msg("free's release did not fail; stderr:\n%s", c.err);
 	/* malloc, calloc, posix_memalign and realloc's new block each tried. */
 	assert_true(res_stat(&c, "fallbacks.map_failed") >= 4);
 	res_child_free(&c);

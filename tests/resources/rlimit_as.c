@@ -1,0 +1,352 @@
+/* RLIMIT_AS, for real. No root needed: a process may lower its own limit.
+ *
+ * Set before start-up, it sizes the reservation (at most half of it), or
+ * leaves no room for one, and then every request goes to glibc. Lowered
+ * after start-up, it cannot take back what the reservation already holds:
+ * the kernel charged the whole reservation at start-up, and mapping a block
+ * over part of it (MAP_FIXED) adds nothing, so blocks keep being served up
+ * to the reservation's size while new address space elsewhere is refused.
+ * Only when the limit drops below what the process already maps does every
+ * mapping fail, hugezero's included (Linux 6.18: may_expand_vm refuses even
+ * a change of zero pages then); cached blocks still serve, free keeps
+ * errno, and nothing leaves a hole in the reservation. */
+#include "harness.h"
+
+#include <malloc.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+static rlim_t limit_for_child;
+
+/* Between fork and exec: lower the soft limit only, so that the scenario
+ * can raise it back. */
+static void set_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_AS, &rl) != 0)
+		_exit(124);
+	rl.rlim_cur = limit_for_child;
+	if (setrlimit(RLIMIT_AS, &rl) != 0)
+		_exit(124);
+}
+
+static void lower_now(uint64_t bytes)
+{
+	struct rlimit rl;
+
+	CHECK(getrlimit(RLIMIT_AS, &rl) == 0, "getrlimit");
+	rl.rlim_cur = bytes;
+	CHECK(setrlimit(RLIMIT_AS, &rl) == 0, "setrlimit(%llu): %s",
+	      (unsigned long long)bytes, strerror(errno));
+}
+
+static void raise_again(void)
+{
+	struct rlimit rl;
+
+	CHECK(getrlimit(RLIMIT_AS, &rl) == 0, "getrlimit");
+	rl.rlim_cur = rl.rlim_max;
+	CHECK(setrlimit(RLIMIT_AS, &rl) == 0, "setrlimit: %s", strerror(errno));
+}
+
+static bool in_range(const void *p, uintptr_t start, size_t len)
+{
+	return (uintptr_t)p >= start && (uintptr_t)p < start + len;
+}
+
+/* Touch one byte per 64 MiB and the last one: proves the range is mapped
+ * and writable without spending the memory. */
+static void touch_sparse(char *p, size_t len)
+{
+	for (size_t off = 0; off < len; off += 64 * MiB)
+		p[off] = 1;
+	p[len - 1] = 1;
+	for (size_t off = 0; off < len; off += 64 * MiB)
+		CHECK(p[off] == 1, "byte %zu", off);
+}
+
+/* Every byte of [start, start + len) belongs to some mapping: a failed
+ * call left no hole the kernel could hand to someone else. */
+static void no_hole(uintptr_t start, size_t len)
+{
+	uintptr_t at = start, lo, hi;
+	char perms[5];
+
+	while (at < start + len) {
+		CHECK(res_mapping_at(at, &lo, &hi, perms) == 0,
+		      "hole in the reservation at %#lx", (unsigned long)at);
+		at = hi;
+	}
+}
+
+/* ---- scenarios ---- */
+
+/* RLIMIT_AS of 8 GiB: a reservation of 4 GiB, glibc beyond it, and a
+ * request neither can hold fails with ENOMEM. */
+static int before_shrinks(void)
+{
+	char *p = malloc(3 * GiB), *q;
+	uintptr_t lo, hi;
+	char perms[5];
+
+	CHECK(res_is_block(p) && (uintptr_t)p % GiB == 0, "3 GiB not at the reservation's start: %p",
+	      (void *)p);
+	CHECK(res_mapping_at((uintptr_t)p + 3 * GiB, &lo, &hi, perms) == 0 &&
+	      strcmp(perms, "---p") == 0 && hi == (uintptr_t)p + 4 * GiB,
+	      "the reservation does not end at 4 GiB (half the limit): %#lx", (unsigned long)hi);
+	touch_sparse(p, 3 * GiB);
+	q = malloc(2 * GiB);
+	CHECK(q != NULL && !in_range(q, (uintptr_t)p, 4 * GiB),
+	      "2 GiB more did not come from glibc: %p", (void *)q);
+	touch_sparse(q, 2 * GiB);
+	errno = 0;
+	CHECK(res_keep(malloc(4 * GiB)) == NULL && errno == ENOMEM, "4 GiB: errno %d", errno);
+	errno = 4242;
+	free(q);
+	free(p);
+	CHECK(errno == 4242, "free changed errno to %d", errno);
+	q = malloc(100);
+	CHECK(q != NULL, "small malloc after the failures");
+	free(q);
+	return 0;
+}
+
+/* RLIMIT_AS of 2 GiB: no room for the smallest reservation (1 GiB, mapped
+ * with 1 GiB more to align it). Everything is glibc's, and works. */
+static int too_low_passes_through(void)
+{
+	char *p = malloc(64 * MiB), *c = calloc(1, 64 * MiB), *m;
+	void *q;
+
+	CHECK(p && !res_is_block(p), "malloc: %p", (void *)p);
+	CHECK(c && !res_is_block(c), "calloc: %p", (void *)c);
+	CHECK(res_first_nonzero(c, 64 * MiB) == 64 * MiB, "calloc not zero");
+	res_fill(p, 64 * MiB, 1);
+	p = realloc(p, 128 * MiB);
+	CHECK(p && res_check(p, 64 * MiB, 1) == 64 * MiB, "realloc lost data");
+	CHECK(posix_memalign(&q, 2 * MiB, 16 * MiB) == 0 && (uintptr_t)q % (2 * MiB) == 0,
+	      "posix_memalign");
+	res_fill(q, 16 * MiB, 2);
+	m = mmap(NULL, 16 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
+	res_fill(m, 16 * MiB, 3);
+	errno = 0;
+	CHECK(res_keep(malloc(3 * GiB)) == NULL && errno == ENOMEM, "3 GiB: errno %d", errno);
+	CHECK(res_check(q, 16 * MiB, 2) == 16 * MiB && res_check(m, 16 * MiB, 3) == 16 * MiB,
+	      "contents");
+	munmap(m, 16 * MiB);
+	errno = 4242;
+	free(p);
+	free(c);
+	free(q);
+	CHECK(errno == 4242, "free changed errno to %d", errno);
+	return 0;
+}
+
+/* Lowered after start-up to 256 MiB above what the process maps: a 1 GiB
+ * block (and growing it to 2 GiB) still comes from the reservation, while
+ * 512 MiB of new address space outside it is refused. */
+static int lowered_above_use(void)
+{
+	char *a = malloc(64 * MiB), *big, *m;
+	uint64_t use = res_address_space();
+
+	CHECK(res_is_block(a), "first block: %p", (void *)a);
+	lower_now(use + 256 * MiB);
+	big = malloc(GiB);
+	CHECK(res_is_block(big), "1 GiB block not served from the reservation: %p", (void *)big);
+	touch_sparse(big, GiB);
+	big = realloc(big, 2 * GiB);
+	CHECK(res_is_block(big), "realloc to 2 GiB failed");
+	touch_sparse(big, 2 * GiB);
+	errno = 0;
+	CHECK(mmap(NULL, 512 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		   -1, 0) == MAP_FAILED && errno == ENOMEM, "512 MiB mmap: errno %d", errno);
+	m = mmap(NULL, 64 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(m != MAP_FAILED && (uintptr_t)m % (2 * MiB) == 0, "64 MiB mmap: %s",
+	      strerror(errno));
+	touch_sparse(m, 64 * MiB);
+	CHECK(res_address_space() <= use + 256 * MiB, "the limit did not hold");
+	munmap(m, 64 * MiB);
+	errno = 4242;
+	free(big);
+	free(a);
+	CHECK(errno == 4242, "free changed errno to %d", errno);
+	return 0;
+}
+
+/* Lowered below what the process maps: no mapping can change, hugezero's
+ * MAP_FIXED inside its reservation included. */
+static int lowered_below_use(void)
+{
+	char *a = malloc(64 * MiB), *b = malloc(64 * MiB), *c, *r;
+	/* Above HUGEZERO_CACHE_MAX (1 GiB): free releases it at once. */
+	char *d = malloc(GiB + 2 * MiB);
+	uintptr_t start = (uintptr_t)res_keep(a);
+
+	CHECK(res_is_block(a) && res_is_block(b) && res_is_block(d), "blocks");
+	res_fill(a, 64 * MiB, 1);
+	res_fill(b, 64 * MiB, 2);
+	free(a); /* into the cache */
+	lower_now(res_address_space() / 2);
+	c = calloc(1, 64 * MiB);
+	CHECK(c != NULL && res_first_nonzero(c, 64 * MiB) == 64 * MiB,
+	      "calloc of a cached block failed or is not zero");
+	res_fill(c, 64 * MiB, 3);
+	errno = 0;
+	CHECK(res_keep(malloc(128 * MiB)) == NULL && errno == ENOMEM, "malloc: errno %d", errno);
+	errno = 0;
+	CHECK(realloc(b, 256 * MiB) == NULL && errno == ENOMEM, "realloc grow: errno %d", errno);
+	CHECK(res_check(b, 64 * MiB, 2) == 64 * MiB, "block changed by a failed realloc");
+	r = realloc(b, 32 * MiB);
+	CHECK(r != NULL && res_check(r, 32 * MiB, 2) == 32 * MiB, "realloc shrink");
+	b = r;
+	errno = 0;
+	CHECK(mmap(NULL, 16 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		   -1, 0) == MAP_FAILED && errno == ENOMEM, "mmap: errno %d", errno);
+	errno = 4242;
+	free(d); /* cannot map its range back: drops the memory instead */
+	free(c);
+	CHECK(errno == 4242, "free changed errno to %d", errno);
+	no_hole(start, 8 * GiB);
+	raise_again();
+	r = malloc(128 * MiB);
+	CHECK(res_is_block(r), "no block once the limit is raised: %p", (void *)r);
+	res_fill(r, 128 * MiB, 4);
+	CHECK(res_check(r, 128 * MiB, 4) == 128 * MiB && res_check(b, 32 * MiB, 2) == 32 * MiB,
+	      "contents");
+	free(r);
+	free(b);
+	no_hole(start, 8 * GiB);
+	return 0;
+}
+
+/* Limited to exactly what it maps, the process cannot create the pre-zero
+ * thread (its stack is a new mapping): calloc zeroes reused blocks itself. */
+static int prezero_thread_cannot_start(void)
+{
+	char *a = malloc(64 * MiB), *c;
+
+	CHECK(res_is_block(a), "block: %p", (void *)a);
+	res_fill(a, 64 * MiB, 1);
+	lower_now(res_address_space());
+	free(a); /* the first free starts the thread */
+	c = calloc(1, 64 * MiB);
+	CHECK(c != NULL && res_first_nonzero(c, 64 * MiB) == 64 * MiB,
+	      "calloc of the reused block failed or is not zero");
+	free(c);
+	return 0;
+}
+
+static const struct scenario scenarios[] = {
+	{ "before_shrinks", before_shrinks },
+	{ "too_low_passes_through", too_low_passes_through },
+	{ "lowered_above_use", lowered_above_use },
+	{ "lowered_below_use", lowered_below_use },
+	{ "prezero_thread_cannot_start", prezero_thread_cannot_start },
+	{ NULL, NULL },
+};
+
+/* ---- the tests ---- */
+
+/* THP blocks (an administrator's hugetlb pool would hold real memory) and
+ * no fresh-THP timing, which would touch 2 MiB of each block. */
+#define BASE_ENV "HUGEZERO_BACKING=thp", "HUGEZERO_THP_CHECK=0"
+
+static void rlimit_before_startup_halves_reservation(void **state)
+{
+	static const char *const env[] = { BASE_ENV, NULL };
+	struct child c;
+
+	(void)state;
+	res_require_preload();
+	limit_for_child = 8 * GiB;
+	res_spawn("before_shrinks", set_limit, env, &c);
+	res_expect_success(&c);
+	assert_true(res_stat(&c, "fallbacks.reservation_full") >= 1);
+	assert_int_equal(res_stat(&c, "large_requests"), 1);
+	res_child_free(&c);
+}
+
+static void rlimit_before_startup_too_low_passes_to_glibc(void **state)
+{
+	static const char *const env[] = { BASE_ENV, NULL };
+	struct child c;
+
+	(void)state;
+	res_require_preload();
+	limit_for_child = 2 * GiB;
+	res_spawn("too_low_passes_through", set_limit, env, &c);
+	res_expect_success(&c);
+	if (strstr(c.err, "could not reserve") == NULL)
+		fail_msg("no warning about the reservation; stderr:\n%s", c.err);
+	res_child_free(&c);
+}
+
+static void rlimit_lowered_after_startup_reservation_still_serves(void **state)
+{
+	static const char *const env[] = { BASE_ENV, NULL };
+	struct child c;
+
+	(void)state;
+	res_require_preload();
+	res_spawn("lowered_above_use", NULL, env, &c);
+	res_expect_success(&c);
+	assert_true(res_stat(&c, "blocks.thp.bytes") >= 2 * GiB);
+	assert_int_equal(res_stat(&c, "fallbacks.map_failed"), 0);
+	res_child_free(&c);
+}
+
+static void rlimit_below_use_fails_enomem_keeps_blocks_and_errno(void **state)
+{
+	static const char *const env[] = { BASE_ENV, "HUGEZERO_RESERVE=8G",
+					   "HUGEZERO_VERBOSE=2", NULL };
+	struct child c;
+
+	(void)state;
+	res_require_preload();
+	res_spawn("lowered_below_use", NULL, env, &c);
+	res_expect_success(&c);
+	/* free really met the refusal (and dropped the memory instead). */
+	if (strstr(c.err, "could not return") == NULL)
+		fail_msg("free's release did not fail; stderr:\n%s", c.err);
+	/* malloc and realloc's new block each tried a fresh mapping. */
+	assert_true(res_stat(&c, "fallbacks.map_failed") >= 2);
+	assert_true(res_stat(&c, "cache_hits") >= 1);
+	res_child_free(&c);
+}
+
+static void rlimit_no_room_for_prezero_thread_calloc_zeroes(void **state)
+{
+	static const char *const env[] = { BASE_ENV, "HUGEZERO_VERBOSE=1", NULL };
+	struct child c;
+
+	(void)state;
+	res_require_preload();
+	res_spawn("prezero_thread_cannot_start", NULL, env, &c);
+	res_expect_success(&c);
+	if (strstr(c.err, "could not start the pre-zero thread") == NULL)
+		fail_msg("the thread started anyway?; stderr:\n%s", c.err);
+	assert_int_equal(res_stat(&c, "prezeroed_bytes"), 0);
+	assert_true(res_stat(&c, "cleared_bytes") > 0);
+	res_child_free(&c);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(rlimit_before_startup_halves_reservation),
+		cmocka_unit_test(rlimit_before_startup_too_low_passes_to_glibc),
+		cmocka_unit_test(rlimit_lowered_after_startup_reservation_still_serves),
+		cmocka_unit_test(rlimit_below_use_fails_enomem_keeps_blocks_and_errno),
+		cmocka_unit_test(rlimit_no_room_for_prezero_thread_calloc_zeroes),
+	};
+	int ret = res_scenario_main(argc, argv, scenarios);
+
+	if (ret >= 0)
+		return ret;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
