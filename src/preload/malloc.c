@@ -115,6 +115,10 @@ HZ_PRIVATE_API void *hz_preload_realloc(hz_resolve_fn r, void *p, size_t size)
 			return move_across(p, hz_blocks_usable(p), size, 0);
 		if (hz_blocks_resize(p, size, &q) == 0)
 			return q;
+		/* The reservation cannot hold it: the next allocator may. */
+		q = move_across(p, hz_blocks_usable(p), size, 0);
+		if (q)
+			return q;
 		errno = ENOMEM;
 		return NULL;
 	}
