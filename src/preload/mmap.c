@@ -33,7 +33,15 @@ static int wants_alignment(void *addr, size_t len, int prot, int flags)
 	       hz_option_u64(HZ_OPT_MMAP);
 }
 
-/* Map len + 2 MiB, keep the 2 MiB-aligned part, unmap the rest. */
+static int trim(uintptr_t from, uintptr_t to)
+{
+	return from < to ? hz_prim_munmap((void *)from, to - from) : 0;
+}
+
+/* Map len + 2 MiB, keep the 2 MiB-aligned part, unmap the rest. A trim
+ * splits the mapping, which fails at vm.max_map_count: then all of it goes
+ * back (a whole mapping unmaps without a split) and the caller maps the
+ * plain request, so no unused piece is left behind. */
 static void *map_aligned(size_t len, int prot, int flags)
 {
 	size_t size = hz_align_up(len, 4096);
@@ -45,10 +53,14 @@ static void *map_aligned(size_t len, int prot, int flags)
 		return MAP_FAILED;
 	start = hz_align_up((uintptr_t)raw, THP_SIZE);
 	end = start + size;
-	if (start > (uintptr_t)raw)
-		hz_prim_munmap(raw, start - (uintptr_t)raw);
-	if ((uintptr_t)raw + over > end)
-		hz_prim_munmap((void *)end, (uintptr_t)raw + over - end);
+	if (trim((uintptr_t)raw, start) != 0) {
+		hz_prim_munmap(raw, over);
+		return MAP_FAILED;
+	}
+	if (trim(end, (uintptr_t)raw + over) != 0) {
+		hz_prim_munmap((void *)start, (uintptr_t)raw + over - start);
+		return MAP_FAILED;
+	}
 	hz_prim_madvise((void *)start, size, MADV_HUGEPAGE);
 	hz_stats_add(mmaps_aligned, 1);
 	hz_stats_add(mmap_bytes, size);
