@@ -1,0 +1,269 @@
+/* The fault walk (issue 8): for each kind of kernel call hugezero makes and
+ * n = 1, 2, 3..., a child process makes the n-th call of that kind fail
+ * (or every call from the n-th on), runs the scripted workload, and checks
+ * the outcome: each allocation correct or NULL with ENOMEM, the metadata
+ * consistent, nothing leaked, and the same workload run again without
+ * faults fully served by hugezero. The walk of a kind ends at the first n
+ * the workload never reaches. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include "harness.h"
+
+/* Far more calls of one kind than the workload makes: a walk that gets
+ * here does not end. */
+#define MAX_N 600
+
+struct point {
+	enum hz_prim_call call;
+	unsigned long nth;
+	int error;
+	bool every;
+	bool startup; /* fail during hz_preload_start instead */
+};
+
+/* What a child reports back, through shared memory. */
+struct report {
+	unsigned failed;      /* NULL results (ENOMEM) */
+	unsigned next_served; /* large requests glibc served instead */
+	unsigned inactive;    /* start-up left hugezero off */
+	size_t orphans;       /* granules kept claimed after a failed release */
+};
+
+static struct report *shared;
+
+/* The errno value each kind fails with: what the kernel answers when it
+ * runs out (ENOMEM) or what the call's real failure is. */
+static int error_of(enum hz_prim_call call)
+{
+	switch (call) {
+	case HZ_CALL_MPROTECT: return EACCES;
+	case HZ_CALL_PRCTL: return EINVAL;
+	case HZ_CALL_SYSINFO:
+	case HZ_CALL_GETRLIMIT:
+	case HZ_CALL_UNAME: return EFAULT;
+	case HZ_CALL_SCHED: return EPERM;
+	case HZ_CALL_READ_FILE: return ENOENT;
+	case HZ_CALL_OPEN:
+	case HZ_CALL_DUP: return EMFILE;
+	case HZ_CALL_READ:
+	case HZ_CALL_WRITE:
+	case HZ_CALL_CLOSE:
+	case HZ_CALL_FSTAT: return EIO;
+	case HZ_CALL_CACHESTAT: return ENOSYS;
+	case HZ_CALL_FADVISE: return EINVAL;
+	default: return ENOMEM;
+	}
+}
+
+static int arm(const struct point *p)
+{
+	struct hz_prim_fault_rule rule = {
+		.call = p->call, .nth = p->nth, .error = p->error, .every = p->every,
+	};
+
+	return hz_prim_fault_arm(&rule);
+}
+
+static int scenario(void *arg)
+{
+	const struct point *p = arg;
+	struct workload_result r1, r2;
+	struct footprint base;
+	size_t orphans, orphans2, extra;
+	unsigned problems = 0, threads;
+	int slot = -1;
+	bool reached = false;
+
+	/* glibc's own large blocks: always mmapped, and unmapped on free,
+	 * so its footprint returns to the baseline. */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	if (p->startup)
+		slot = arm(p);
+	hz_preload_start(fault_resolve);
+	if (p->startup) {
+		reached = hz_prim_fault_seen(slot) >= p->nth;
+		hz_prim_fault_disarm();
+		/* Only a failed reservation may turn hugezero off. */
+		if (!hz_preload_active) {
+			shared->inactive++;
+			if (p->call != HZ_CALL_MMAP) {
+				fprintf(stderr, "a failed %s at start-up turned hugezero off\n",
+					hz_prim_fault_call_name(p->call));
+				problems++;
+			}
+		}
+	}
+	footprint_take(&base);
+	threads = thread_count();
+	/* What failed during start-up is in the baseline already. */
+	hz_prim_fault_reset_counts();
+	if (!p->startup)
+		slot = arm(p);
+	workload_run(false, &r1);
+	if (!p->startup) {
+		reached = hz_prim_fault_seen(slot) >= p->nth;
+		hz_prim_fault_disarm();
+	}
+	shared->failed += r1.failed;
+	shared->next_served += r1.next_served;
+	problems += r1.wrong;
+	/* A munmap that "failed" leaves its range mapped; a new pre-zero
+	 * thread leaves its stack. */
+	extra = hz_prim_fault_failed_bytes(HZ_CALL_MUNMAP) +
+		(thread_count() - threads) * THREAD_MAPPING_BYTES;
+	problems += check_quiescent(&base, extra, p->call == HZ_CALL_MMAP && !p->startup,
+				    &orphans);
+	shared->orphans += orphans;
+	/* The next allocations work, from hugezero. */
+	workload_run(true, &r2);
+	problems += r2.wrong;
+	problems += check_quiescent(&base, extra, orphans > 0, &orphans2);
+	/* Fewer is possible: the pre-zero thread may have been releasing
+	 * spans during the first count. */
+	if (orphans2 > orphans) {
+		fprintf(stderr, "claimed granules went from %zu to %zu in a clean run\n",
+			orphans, orphans2);
+		problems++;
+	}
+	if (problems)
+		return CHILD_BROKEN;
+	return reached ? CHILD_OK : CHILD_NOT_REACHED;
+}
+
+struct walk {
+	bool every, startup;
+	const char *const *env;
+};
+
+/* Walk every kind; returns the injection points walked per kind. */
+static void walk(const struct walk *w, unsigned long points[HZ_CALL_COUNT])
+{
+	struct timespec t0, t1;
+	unsigned broken = 0, total = 0;
+	struct report sum = { 0, 0, 0, 0 };
+
+	shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(shared != MAP_FAILED);
+	scenario_env(w->env);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int k = 0; k < HZ_CALL_COUNT; k++) {
+		unsigned long n;
+
+		for (n = 1; n <= MAX_N; n++) {
+			struct point p = { (enum hz_prim_call)k, n, error_of((enum hz_prim_call)k),
+					   w->every, w->startup };
+			char what[96];
+			int status;
+
+			snprintf(what, sizeof(what), "%s #%lu%s fails with errno %d",
+				 hz_prim_fault_call_name(p.call), n, w->every ? " and after" : "",
+				 p.error);
+			*shared = (struct report){ 0, 0, 0, 0 };
+			status = child_run(scenario, &p, what);
+			sum.failed += shared->failed;
+			sum.next_served += shared->next_served;
+			sum.inactive += shared->inactive;
+			sum.orphans += shared->orphans;
+			if (status == CHILD_NOT_REACHED)
+				break;
+			if (status != CHILD_OK)
+				broken++;
+		}
+		/* A walk that does not end is a failure of its own. */
+		if (n > MAX_N) {
+			fprintf(stderr, "%s: still reached after %d calls\n",
+				hz_prim_fault_call_name((enum hz_prim_call)k), MAX_N);
+			broken++;
+		}
+		points[k] = n - 1;
+		total += (unsigned)(n - 1);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("# %u injection points in %.1f s:", total,
+	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	for (int k = 0; k < HZ_CALL_COUNT; k++)
+		if (points[k])
+			printf(" %s %lu", hz_prim_fault_call_name((enum hz_prim_call)k), points[k]);
+	printf("\n# results: %u NULL (ENOMEM), %u served by glibc instead, %u start-ups "
+	       "left hugezero off, %zu granules kept after failed releases\n",
+	       sum.failed, sum.next_served, sum.inactive, sum.orphans);
+	munmap(shared, sizeof(*shared));
+	assert_int_equal(broken, 0);
+}
+
+static void each_call_failing_once_keeps_allocations_correct(void **state)
+{
+	unsigned long points[HZ_CALL_COUNT];
+	const struct walk w = { false, false, NULL };
+
+	(void)state;
+	walk(&w, points);
+	/* The workload reaches the memory calls and the sysfs reads. */
+	assert_true(points[HZ_CALL_MMAP] > 0 && points[HZ_CALL_MADVISE] > 0 &&
+		    points[HZ_CALL_MINCORE] > 0 && points[HZ_CALL_MREMAP] > 0 &&
+		    points[HZ_CALL_MUNMAP] > 0 && points[HZ_CALL_READ_FILE] > 0);
+}
+
+static void each_call_failing_from_then_on_keeps_allocations_correct(void **state)
+{
+	unsigned long points[HZ_CALL_COUNT];
+	const struct walk w = { true, false, NULL };
+
+	(void)state;
+	walk(&w, points);
+	assert_true(points[HZ_CALL_MMAP] > 0 && points[HZ_CALL_MADVISE] > 0);
+}
+
+/* The pre-zero thread clears freed blocks behind the workload's back, and
+ * new blocks are populated (HUGEZERO_POPULATE): other call sites, and
+ * failures landing in the thread. */
+static void each_call_failing_once_with_prezero_thread_and_populate(void **state)
+{
+	static const char *const env[] = {
+		"HUGEZERO_PREZERO=thread", "HUGEZERO_POPULATE=1", NULL,
+	};
+	unsigned long points[HZ_CALL_COUNT];
+	const struct walk w = { false, false, env };
+
+	(void)state;
+	walk(&w, points);
+	assert_true(points[HZ_CALL_SCHED] > 0 && points[HZ_CALL_MADVISE] > 0);
+}
+
+/* Start-up, with executable-text advice on: whatever fails, hugezero either
+ * works or (failed reservation only) passes everything to glibc. */
+static void each_startup_call_failing_once_leaves_a_working_allocator(void **state)
+{
+	static const char *const env[] = { "HUGEZERO_EXEC=advise", NULL };
+	unsigned long points[HZ_CALL_COUNT];
+	const struct walk w = { false, true, env };
+
+	(void)state;
+	walk(&w, points);
+	assert_true(points[HZ_CALL_MMAP] > 0 && points[HZ_CALL_GETRLIMIT] > 0);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(each_call_failing_once_keeps_allocations_correct),
+		cmocka_unit_test(each_call_failing_from_then_on_keeps_allocations_correct),
+		cmocka_unit_test(each_call_failing_once_with_prezero_thread_and_populate),
+		cmocka_unit_test(each_startup_call_failing_once_leaves_a_working_allocator),
+	};
+
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
