@@ -196,9 +196,15 @@ static char *slurp(const char *path)
 		return NULL;
 	buf = malloc(cap);
 	while (buf && (n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+		char *bigger;
+
 		len += n;
-		if (len + 1 == cap)
-			buf = realloc(buf, cap *= 2);
+		if (len + 1 < cap)
+			continue;
+		bigger = realloc(buf, cap *= 2);
+		if (bigger == NULL)
+			free(buf);
+		buf = bigger;
 	}
 	fclose(f);
 	if (buf)

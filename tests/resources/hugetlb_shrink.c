@@ -79,7 +79,7 @@ static void keep_going(void)
 static int shrink_mid_run(void)
 {
 	const char *base = getenv("HZ_RES_POOL_BASE");
-	char *a = malloc(BLOCK), *b = malloc(BLOCK), *d = malloc(BLOCK), *c, *e;
+	char *a = malloc(BLOCK), *b = malloc(BLOCK), *d = malloc(BLOCK), *c, *e, *e2;
 	long left;
 
 	CHECK(base != NULL, "HZ_RES_POOL_BASE not set");
@@ -111,8 +111,9 @@ static int shrink_mid_run(void)
 	keep_going();
 	/* Growing a pool block when the pool is empty: the new part gets THP,
 	 * the old part keeps its pages and bytes. */
-	a = realloc(a, 3 * BLOCK);
-	CHECK(a != NULL, "realloc failed");
+	e2 = realloc(a, 3 * BLOCK);
+	CHECK(e2 != NULL, "realloc failed");
+	a = e2;
 	intact(a, BLOCK, 1, "block a after realloc");
 	res_fill(a, 3 * BLOCK, 7);
 	intact(a, 3 * BLOCK, 7, "block a grown");

@@ -181,7 +181,8 @@ static int over_limit_requests_fail(void)
 	CHECK(posix_memalign(&q, 2 * MiB, 32 * MiB) == ENOMEM && q == (void *)&f,
 	      "posix_memalign did not fail cleanly");
 	errno = 0;
-	CHECK(realloc(a, 64 * MiB) == NULL && errno == ENOMEM, "realloc grow: errno %d", errno);
+	r = realloc(a, 64 * MiB);
+	CHECK(r == NULL && errno == ENOMEM, "realloc grow: errno %d", errno);
 	intact(a, 8 * MiB, 1, "block after a failed realloc");
 	/* Shrinking cannot give the tail back either: the block stays whole. */
 	r = realloc(b, 8 * MiB);

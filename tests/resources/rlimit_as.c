@@ -125,8 +125,9 @@ static int too_low_passes_through(void)
 	CHECK(c && !res_is_block(c), "calloc: %p", (void *)c);
 	CHECK(res_first_nonzero(c, 64 * MiB) == 64 * MiB, "calloc not zero");
 	res_fill(p, 64 * MiB, 1);
-	p = realloc(p, 128 * MiB);
-	CHECK(p && res_check(p, 64 * MiB, 1) == 64 * MiB, "realloc lost data");
+	m = realloc(p, 128 * MiB);
+	CHECK(m && res_check(m, 64 * MiB, 1) == 64 * MiB, "realloc lost data");
+	p = m;
 	CHECK(posix_memalign(&q, 2 * MiB, 16 * MiB) == 0 && (uintptr_t)q % (2 * MiB) == 0,
 	      "posix_memalign");
 	res_fill(q, 16 * MiB, 2);
@@ -159,8 +160,9 @@ static int lowered_above_use(void)
 	big = malloc(GiB);
 	CHECK(res_is_block(big), "1 GiB block not served from the reservation: %p", (void *)big);
 	touch_sparse(big, GiB);
-	big = realloc(big, 2 * GiB);
-	CHECK(res_is_block(big), "realloc to 2 GiB failed");
+	m = realloc(big, 2 * GiB);
+	CHECK(res_is_block(m), "realloc to 2 GiB failed");
+	big = m;
 	touch_sparse(big, 2 * GiB);
 	errno = 0;
 	CHECK(mmap(NULL, 512 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
@@ -199,7 +201,8 @@ static int lowered_below_use(void)
 	errno = 0;
 	CHECK(res_keep(malloc(128 * MiB)) == NULL && errno == ENOMEM, "malloc: errno %d", errno);
 	errno = 0;
-	CHECK(realloc(b, 256 * MiB) == NULL && errno == ENOMEM, "realloc grow: errno %d", errno);
+	r = realloc(b, 256 * MiB);
+	CHECK(r == NULL && errno == ENOMEM, "realloc grow: errno %d", errno);
 	CHECK(res_check(b, 64 * MiB, 2) == 64 * MiB, "block changed by a failed realloc");
 	r = realloc(b, 32 * MiB);
 	CHECK(r != NULL && res_check(r, 32 * MiB, 2) == 32 * MiB, "realloc shrink");
