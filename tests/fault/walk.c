@@ -77,7 +77,7 @@ static int arm(const struct point *p)
 static int scenario(void *arg)
 {
 	const struct point *p = arg;
-	struct workload_result r1, r2;
+	struct workload_result r1 = { 0 }, r2 = { 0 };
 	struct footprint base;
 	size_t orphans, orphans2, extra;
 	unsigned problems = 0, threads;
