@@ -42,6 +42,13 @@ struct workload_result {
  * hugezero when it is active. Frees everything it allocated. */
 void workload_run(bool strict, struct workload_result *r);
 
+#ifdef HZ_HAVE_JEMALLOC
+/* The jemalloc extent hooks called directly: odd sizes, a 1 GiB alignment,
+ * purge, decommit, split and merge, reuse, every extent freed (see
+ * jemalloc_workload.c). strict is unused: the hooks have no fallback. */
+void jemalloc_workload_run(bool strict, struct workload_result *r);
+#endif
+
 /* ---- checks ---- */
 
 /* What the process holds outside hugezero's reservation and in it. */

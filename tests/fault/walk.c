@@ -74,7 +74,7 @@ static int arm(const struct point *p)
 	return hz_prim_fault_arm(&rule);
 }
 
-static int scenario(void *arg)
+static int preload_scenario(void *arg)
 {
 	const struct point *p = arg;
 	struct workload_result r1 = { 0 }, r2 = { 0 };
@@ -140,9 +140,45 @@ static int scenario(void *arg)
 	return reached ? CHILD_OK : CHILD_NOT_REACHED;
 }
 
+/* The jemalloc hooks: no start-up, no reservation, no fallback. */
+#ifdef HZ_HAVE_JEMALLOC
+static int jemalloc_scenario(void *arg)
+{
+	const struct point *p = arg;
+	struct workload_result r1 = { 0 }, r2 = { 0 };
+	struct footprint base;
+	size_t orphans, extra;
+	unsigned problems = 0;
+	bool reached;
+	int slot;
+
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	footprint_take(&base);
+	slot = arm(p);
+	jemalloc_workload_run(false, &r1);
+	reached = hz_prim_fault_seen(slot) >= p->nth;
+	hz_prim_fault_disarm();
+	shared->failed += r1.failed;
+	problems += r1.wrong;
+	extra = hz_prim_fault_failed_bytes(HZ_CALL_MUNMAP);
+	problems += check_quiescent(&base, extra, false, &orphans);
+	jemalloc_workload_run(true, &r2);
+	problems += r2.wrong;
+	problems += check_quiescent(&base, extra, false, &orphans);
+	if (r2.failed) {
+		fprintf(stderr, "%u hook calls refused with no fault armed\n", r2.failed);
+		problems++;
+	}
+	if (problems)
+		return CHILD_BROKEN;
+	return reached ? CHILD_OK : CHILD_NOT_REACHED;
+}
+#endif
+
 struct walk {
 	bool every, startup;
 	const char *const *env;
+	int (*scenario)(void *arg);
 };
 
 /* Walk every kind; returns the injection points walked per kind. */
@@ -170,7 +206,7 @@ static void walk(const struct walk *w, unsigned long points[HZ_CALL_COUNT])
 				 hz_prim_fault_call_name(p.call), n, w->every ? " and after" : "",
 				 p.error);
 			*shared = (struct report){ 0, 0, 0, 0 };
-			status = child_run(scenario, &p, what);
+			status = child_run(w->scenario ? w->scenario : preload_scenario, &p, what);
 			sum.failed += shared->failed;
 			sum.next_served += shared->next_served;
 			sum.inactive += shared->inactive;
@@ -205,7 +241,7 @@ static void walk(const struct walk *w, unsigned long points[HZ_CALL_COUNT])
 static void each_call_failing_once_keeps_allocations_correct(void **state)
 {
 	unsigned long points[HZ_CALL_COUNT];
-	const struct walk w = { false, false, NULL };
+	const struct walk w = { false, false, NULL, NULL };
 
 	(void)state;
 	walk(&w, points);
@@ -218,7 +254,7 @@ static void each_call_failing_once_keeps_allocations_correct(void **state)
 static void each_call_failing_from_then_on_keeps_allocations_correct(void **state)
 {
 	unsigned long points[HZ_CALL_COUNT];
-	const struct walk w = { true, false, NULL };
+	const struct walk w = { true, false, NULL, NULL };
 
 	(void)state;
 	walk(&w, points);
@@ -234,7 +270,7 @@ static void each_call_failing_once_with_prezero_thread_and_populate(void **state
 		"HUGEZERO_PREZERO=thread", "HUGEZERO_POPULATE=1", NULL,
 	};
 	unsigned long points[HZ_CALL_COUNT];
-	const struct walk w = { false, false, env };
+	const struct walk w = { false, false, env, NULL };
 
 	(void)state;
 	walk(&w, points);
@@ -247,11 +283,30 @@ static void each_startup_call_failing_once_leaves_a_working_allocator(void **sta
 {
 	static const char *const env[] = { "HUGEZERO_EXEC=advise", NULL };
 	unsigned long points[HZ_CALL_COUNT];
-	const struct walk w = { false, true, env };
+	const struct walk w = { false, true, env, NULL };
 
 	(void)state;
 	walk(&w, points);
 	assert_true(points[HZ_CALL_MMAP] > 0 && points[HZ_CALL_GETRLIMIT] > 0);
+}
+
+/* The jemalloc extent hooks: each call site failing once. */
+static void each_call_failing_once_keeps_jemalloc_hooks_correct(void **state)
+{
+#ifdef HZ_HAVE_JEMALLOC
+	static const char *const env[] = { "HUGEZERO_BACKING=thp", NULL };
+	unsigned long points[HZ_CALL_COUNT];
+	const struct walk w = { false, false, env, jemalloc_scenario };
+
+	(void)state;
+	walk(&w, points);
+	assert_true(points[HZ_CALL_MMAP] > 0 && points[HZ_CALL_MUNMAP] > 0 &&
+		    points[HZ_CALL_MADVISE] > 0);
+#else
+	(void)state;
+	printf("# skipped: built without jemalloc's headers\n");
+	skip();
+#endif
 }
 
 int main(int argc, char **argv)
@@ -261,6 +316,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(each_call_failing_from_then_on_keeps_allocations_correct),
 		cmocka_unit_test(each_call_failing_once_with_prezero_thread_and_populate),
 		cmocka_unit_test(each_startup_call_failing_once_leaves_a_working_allocator),
+		cmocka_unit_test(each_call_failing_once_keeps_jemalloc_hooks_correct),
 	};
 
 	if (argc > 1)
