@@ -230,7 +230,11 @@ static enum hz_backing check_fresh_thp(uintptr_t start, size_t len)
 	small = small_page_rate();
 	if (thp < 0 || small < 0 || thp >= small)
 		return HZ_BACKING_THP;
-	hz_prim_madvise((void *)(start + HZ_SIZE_2M), len - HZ_SIZE_2M, MADV_NOHUGEPAGE);
+	/* Refused (the mapping cannot be split at vm.max_map_count): it
+	 * stays THP, and says so. */
+	if (hz_prim_madvise((void *)(start + HZ_SIZE_2M), len - HZ_SIZE_2M,
+			    MADV_NOHUGEPAGE) != 0)
+		return HZ_BACKING_THP;
 	hz_stats_fallback(HZ_FB_THP_SLOW);
 	hz_debug("fresh THP faulted at %.2f GB/s, 4 KiB pages at %.2f: %zu bytes at %p "
 		 "get 4 KiB pages", thp, small, len, (void *)start);

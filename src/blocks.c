@@ -104,7 +104,7 @@ static void unclaim(size_t first, size_t n)
 
 /* ---- set-up ---- */
 
-static size_t reservation_size(void)
+size_t hz_blocks_reservation_size(void)
 {
 	uint64_t size = hz_option_u64(HZ_OPT_RESERVE);
 	uint64_t limit = hz_prim_address_space_limit();
@@ -135,7 +135,7 @@ static int map_tables(size_t count)
 
 static int reserve(void)
 {
-	size_t size = reservation_size();
+	size_t size = hz_blocks_reservation_size();
 	uintptr_t raw, start;
 	void *mem;
 	int ret;

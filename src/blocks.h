@@ -33,6 +33,10 @@ extern struct hz_reservation hz_reservation;
  * failure hugezero serves nothing. */
 int hz_blocks_init(void);
 
+/* The size hz_blocks_init reserves (or tries to): HUGEZERO_RESERVE, capped
+ * at half of RLIMIT_AS, in whole GiB. */
+size_t hz_blocks_reservation_size(void);
+
 static inline bool hz_blocks_owns(const void *p)
 {
 	uintptr_t a = (uintptr_t)p;

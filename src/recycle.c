@@ -303,8 +303,8 @@ static enum hz_zero_how zero_how(const struct hz_span *s)
  * RSS stays what glibc's would be. Dense use earns THP back. */
 static void adapt_backing(struct hz_span *s, enum hz_zero_method m)
 {
-	if (m == HZ_ZERO_DROP && s->backing == HZ_BACKING_THP) {
-		hz_prim_madvise((void *)s->start, hz_span_bytes(s), MADV_NOHUGEPAGE);
+	if (m == HZ_ZERO_DROP && s->backing == HZ_BACKING_THP &&
+	    hz_prim_madvise((void *)s->start, hz_span_bytes(s), MADV_NOHUGEPAGE) == 0) {
 		s->backing = HZ_BACKING_SMALL;
 		hz_stats_add(thp_demoted, 1);
 	} else if (m == HZ_ZERO_CLEAR && s->backing == HZ_BACKING_SMALL &&

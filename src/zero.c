@@ -18,7 +18,9 @@ static int residency_probe = UNKNOWN;
 
 /* Does an untouched page look non-resident, a written one resident, and
  * does MADV_DONTNEED make a written page read zero? (Under some emulators
- * it does not, as jemalloc found.) */
+ * it does not, as jemalloc found.) UNKNOWN when the probe could not map its
+ * two pages (RLIMIT_AS or vm.max_map_count reached): asked again next time
+ * rather than distrusting mincore for the rest of the process. */
 static int probe_residency(void)
 {
 	unsigned char vec[2] = { 0, 0 };
@@ -28,7 +30,7 @@ static int probe_residency(void)
 
 	if (hz_prim_mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &mem) != 0)
-		return UNTRUSTED;
+		return UNKNOWN;
 	p = mem;
 	p[0] = 0xab;
 	ok = hz_prim_mincore(mem, 2 * PAGE, vec) == 0 && (vec[0] & 1) && !(vec[1] & 1);
@@ -44,7 +46,8 @@ bool hz_zero_residency_trusted(void)
 
 	if (r == UNKNOWN) {
 		r = probe_residency();
-		__atomic_store_n(&residency_probe, r, __ATOMIC_RELAXED);
+		if (r != UNKNOWN)
+			__atomic_store_n(&residency_probe, r, __ATOMIC_RELAXED);
 	}
 	return r == TRUSTED;
 }

@@ -18,6 +18,8 @@
 enum { NEW, STARTING, READY };
 
 int hz_preload_active;
+/* Start-up ran (not HUGEZERO_DISABLE): the exit report is due. */
+static int reporting;
 size_t hz_preload_threshold = (size_t)-1;
 
 static int state = NEW;
@@ -107,15 +109,24 @@ static void start(hz_resolve_fn resolve)
 	/* Text first: before threads exist (remap needs that), and whatever
 	 * becomes of the reservation. */
 	hz_exec_start();
+	/* The exit report is written whatever becomes of the reservation:
+	 * HUGEZERO_STATS_FILE users get a file either way. */
+	hz_stats_keep_stderr();
+	__atomic_store_n(&reporting, 1, __ATOMIC_RELEASE);
 	ret = hz_blocks_init();
+	if (ret != 0 && hz_blocks_reservation_size() == 0) {
+		hz_warn("could not reserve address space: RLIMIT_AS leaves no room "
+			"(hugezero takes at most half of it, in whole GiB); passing every "
+			"request to the system allocator");
+		return;
+	}
 	if (ret != 0) {
-		hz_warn("could not reserve %llu bytes of address space (error %d); "
+		hz_warn("could not reserve %zu bytes of address space (error %d); "
 			"passing every request to the system allocator",
-			(unsigned long long)hz_option_u64(HZ_OPT_RESERVE), -ret);
+			hz_blocks_reservation_size(), -ret);
 		return;
 	}
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
-	hz_stats_keep_stderr();
 	hz_preload_threshold = (size_t)hz_option_u64(HZ_OPT_THRESHOLD);
 	__atomic_store_n(&hz_preload_active, 1, __ATOMIC_RELEASE);
 }
@@ -149,6 +160,6 @@ HZ_PRIVATE_API void hz_preload_start(hz_resolve_fn resolve)
 
 HZ_PRIVATE_API void hz_preload_exit(void)
 {
-	if (__atomic_load_n(&hz_preload_active, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&reporting, __ATOMIC_ACQUIRE))
 		hz_stats_report();
 }
