@@ -32,7 +32,8 @@ enum hz_prim_call {
 	HZ_CALL_MADVISE,   /* arg: the advice */
 	HZ_CALL_MPROTECT,
 	HZ_CALL_MINCORE,
-	HZ_CALL_PRCTL,     /* PR_SET_VMA naming; -EINVAL is "no CONFIG_ANON_VMA_NAME" */
+	HZ_CALL_PRCTL,     /* arg: PR_SET_VMA_ANON_NAME (naming; -EINVAL is "no
+			    * CONFIG_ANON_VMA_NAME") or PR_GET_THP_DISABLE */
 	HZ_CALL_SYSINFO,   /* hz_prim_memory */
 	HZ_CALL_SCHED,     /* hz_prim_lower_thread_priority */
 	HZ_CALL_GETRLIMIT, /* a failure reads as "unlimited", as a real one would */
@@ -71,8 +72,8 @@ struct hz_prim_fault_rule {
 int hz_prim_fault(enum hz_prim_call call, long arg, size_t len);
 uint64_t hz_prim_fault_clock_skew(void);
 
-/* Arm a rule; returns its slot (for the counters below) or -ENOSPC. Rules
- * may be armed while other threads make calls. */
+/* Arm a rule; returns its slot (for the counters below), -EINVAL for a bad
+ * rule or -ENOSPC. Rules may be armed while other threads make calls. */
 int hz_prim_fault_arm(const struct hz_prim_fault_rule *rule);
 
 /* Disarm every rule. Their counters stay readable until their slot is
