@@ -6,8 +6,9 @@
  * Every block's contents are shadowed: a stamp (one byte per 512 and the
  * last byte) written when it is handed out and checked when it is freed or
  * resized; freed blocks are first filled with a dirty pattern, so a calloc
- * that returns a recycled block without zeroing all of it fails. Sizes come
- * from HZ_OPS (operations per test) and the HUGEZERO_* options that
+ * that returns a recycled block without zeroing all of it fails. Counts
+ * come from HZ_OPS and HZ_THREAD_OPS (operations, per thread for the
+ * latter), options from the HUGEZERO_* variables that
  * tests/library/meson.build sets; the threshold is 256 KiB. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -328,7 +329,7 @@ static void *run_worker(void *arg)
 
 static void eight_threads_race_the_prezero_thread(void **state)
 {
-	long ops = env_long("HZ_OPS", 3000);
+	long ops = env_long("HZ_THREAD_OPS", 3000);
 	struct worker w[THREADS];
 	pthread_t t[THREADS];
 	uint64_t zeroed0 = __atomic_load_n(&hz_stats.prezeroed_bytes, __ATOMIC_RELAXED);
