@@ -40,9 +40,17 @@ struct report {
 	unsigned next_served; /* large requests glibc served instead */
 	unsigned inactive;    /* start-up left hugezero off */
 	size_t orphans;       /* granules kept claimed after a failed release */
+	unsigned long calls[HZ_CALL_COUNT]; /* made in the phase walked */
 };
 
 static struct report *shared;
+
+static void record_calls(void)
+{
+	for (int k = 0; k < HZ_CALL_COUNT; k++)
+		shared->calls[k] = hz_prim_fault_calls((enum hz_prim_call)k);
+}
+
 
 /* The errno value each kind fails with: what the kernel answers when it
  * runs out (ENOMEM) or what the call's real failure is. */
@@ -96,6 +104,7 @@ static int preload_scenario(void *arg)
 	if (p->startup) {
 		reached = hz_prim_fault_seen(slot) >= p->nth;
 		hz_prim_fault_disarm();
+		record_calls();
 		/* Only a failed reservation may turn hugezero off. */
 		if (!hz_preload_active) {
 			shared->inactive++;
@@ -110,6 +119,8 @@ static int preload_scenario(void *arg)
 	threads = thread_count();
 	/* What failed during start-up is in the baseline already. */
 	hz_prim_fault_reset_counts();
+	if (p->startup && !reached && problems == 0)
+		return CHILD_NOT_REACHED; /* a start-up like any other */
 	if (!p->startup)
 		slot = arm(p);
 	if (p->busy_thread && p->call != HZ_CALL_SCHED) {
@@ -121,6 +132,7 @@ static int preload_scenario(void *arg)
 	if (!p->startup) {
 		reached = hz_prim_fault_seen(slot) >= p->nth;
 		hz_prim_fault_disarm();
+		record_calls();
 	}
 	shared->failed += r1.failed;
 	shared->next_served += r1.next_served;
@@ -166,6 +178,7 @@ static int jemalloc_scenario(void *arg)
 	jemalloc_workload_run(false, &r1);
 	reached = hz_prim_fault_seen(slot) >= p->nth;
 	hz_prim_fault_disarm();
+	record_calls();
 	shared->failed += r1.failed;
 	problems += r1.wrong;
 	extra = hz_prim_fault_failed_bytes(HZ_CALL_MUNMAP);
@@ -204,62 +217,97 @@ struct walk {
 	(KIND(HZ_CALL_MMAP) | KIND(HZ_CALL_MADVISE) | KIND(HZ_CALL_MINCORE) |       \
 	 KIND(HZ_CALL_SYSINFO) | KIND(HZ_CALL_SCHED))
 
-/* Walk every kind; returns the injection points walked per kind. */
-static void walk(const struct walk *w, unsigned long points[HZ_CALL_COUNT])
+/* Run one point in a child, adding its report to sum. nth 0 arms nothing:
+ * a clean run. */
+static int run_point(const struct walk *w, const struct point *p, struct report *sum)
 {
-	struct timespec t0, t1;
-	unsigned broken = 0, total = 0;
-	struct report sum = { 0, 0, 0, 0 };
+	char what[96];
+	int status;
 
-	shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE,
-		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	assert_true(shared != MAP_FAILED);
-	scenario_env(w->env);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (int k = 0; k < HZ_CALL_COUNT; k++) {
-		unsigned long n;
+	if (p->nth == 0)
+		snprintf(what, sizeof(what), "the run without faults");
+	else
+		snprintf(what, sizeof(what), "%s #%lu%s fails with errno %d",
+			 hz_prim_fault_call_name(p->call), p->nth, w->every ? " and after" : "",
+			 p->error);
+	memset(shared, 0, sizeof(*shared));
+	status = child_run(w->scenario ? w->scenario : preload_scenario, (void *)p, what);
+	sum->failed += shared->failed;
+	sum->next_served += shared->next_served;
+	sum->inactive += shared->inactive;
+	sum->orphans += shared->orphans;
+	return status;
+}
 
-		points[k] = 0;
-		if (w->kinds && !(w->kinds & KIND(k)))
-			continue;
-		for (n = 1; n <= MAX_N; n++) {
-			struct point p = { (enum hz_prim_call)k, n, error_of((enum hz_prim_call)k),
-					   w->every, w->startup, w->busy_thread };
-			char what[96];
-			int status;
+/* Walk kind k for n = 1, 2... until the n-th call never happens. Returns
+ * the points walked. */
+static unsigned long walk_kind(const struct walk *w, enum hz_prim_call k, struct report *sum,
+			       unsigned *broken)
+{
+	unsigned long n;
 
-			snprintf(what, sizeof(what), "%s #%lu%s fails with errno %d",
-				 hz_prim_fault_call_name(p.call), n, w->every ? " and after" : "",
-				 p.error);
-			*shared = (struct report){ 0, 0, 0, 0 };
-			status = child_run(w->scenario ? w->scenario : preload_scenario, &p, what);
-			sum.failed += shared->failed;
-			sum.next_served += shared->next_served;
-			sum.inactive += shared->inactive;
-			sum.orphans += shared->orphans;
-			if (status == CHILD_NOT_REACHED)
-				break;
-			if (status != CHILD_OK)
-				broken++;
-		}
-		/* A walk that does not end is a failure of its own. */
-		if (n > MAX_N) {
-			fprintf(stderr, "%s: still reached after %d calls\n",
-				hz_prim_fault_call_name((enum hz_prim_call)k), MAX_N);
-			broken++;
-		}
-		points[k] = n - 1;
-		total += (unsigned)(n - 1);
+	for (n = 1; n <= MAX_N; n++) {
+		struct point p = { k, n, error_of(k), w->every, w->startup, w->busy_thread };
+		int status = run_point(w, &p, sum);
+
+		if (status == CHILD_NOT_REACHED)
+			return n - 1;
+		if (status != CHILD_OK)
+			++*broken;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	printf("# %u injection points in %.1f s:", total,
-	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	/* A walk that does not end is a failure of its own. */
+	fprintf(stderr, "%s: still reached after %d calls\n", hz_prim_fault_call_name(k), MAX_N);
+	++*broken;
+	return MAX_N;
+}
+
+static void print_walk(const unsigned long points[HZ_CALL_COUNT], const struct report *sum,
+		       double seconds)
+{
+	unsigned long total = 0;
+
+	for (int k = 0; k < HZ_CALL_COUNT; k++)
+		total += points[k];
+	printf("# %lu injection points in %.1f s:", total, seconds);
 	for (int k = 0; k < HZ_CALL_COUNT; k++)
 		if (points[k])
 			printf(" %s %lu", hz_prim_fault_call_name((enum hz_prim_call)k), points[k]);
 	printf("\n# results: %u NULL (ENOMEM), %u served by glibc instead, %u start-ups "
 	       "left hugezero off, %zu granules kept after failed releases\n",
-	       sum.failed, sum.next_served, sum.inactive, sum.orphans);
+	       sum->failed, sum->next_served, sum->inactive, sum->orphans);
+}
+
+/* Walk every kind; returns the injection points walked per kind. A clean
+ * run first counts the calls of each kind: the kinds it never makes are
+ * not walked. */
+static void walk(const struct walk *w, unsigned long points[HZ_CALL_COUNT])
+{
+	const struct point clean = { HZ_CALL_MMAP, 0, ENOMEM, w->every, w->startup,
+				     w->busy_thread };
+	unsigned long calls[HZ_CALL_COUNT];
+	struct report sum;
+	struct timespec t0, t1;
+	unsigned broken = 0;
+	int status;
+
+	shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(shared != MAP_FAILED);
+	memset(&sum, 0, sizeof(sum));
+	scenario_env(w->env);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	status = run_point(w, &clean, &sum);
+	if (status != CHILD_OK && status != CHILD_NOT_REACHED)
+		broken++;
+	memcpy(calls, shared->calls, sizeof(calls));
+	for (int k = 0; k < HZ_CALL_COUNT; k++) {
+		points[k] = 0;
+		if (calls[k] > 0 && (w->kinds == 0 || (w->kinds & KIND(k))))
+			points[k] = walk_kind(w, (enum hz_prim_call)k, &sum, &broken);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	print_walk(points, &sum,
+		   (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	munmap(shared, sizeof(*shared));
 	assert_int_equal(broken, 0);
 }
