@@ -287,8 +287,11 @@ int hz_extents_free(uintptr_t addr, size_t size, bool destroy)
 		hz_unlock(&lock);
 		return -ENOENT;
 	}
-	if (!destroy &&
-	    (cf->zero_on_free || hz_regions_totals.dirty_bytes + size > cf->cache_max)) {
+	/* destroy frees too (jemalloc's retained extents, at arena destroy):
+	 * with zero_on_free its contents must go at once as well, even when
+	 * other extents keep the region mapped. */
+	if (cf->zero_on_free ||
+	    (!destroy && hz_regions_totals.dirty_bytes + size > cf->cache_max)) {
 		/* The pages are still jemalloc's: clear them unlocked. */
 		enum hz_backing backing = r->backing;
 

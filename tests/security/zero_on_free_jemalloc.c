@@ -87,6 +87,21 @@ static void freed_part_of_split_extent_is_scrubbed_alone(void **state)
 	check_freed((uintptr_t)p, 3 * MiB, "other part of a split extent");
 }
 
+/* destroy is how jemalloc hands back retained extents when an arena is
+ * destroyed: a free too. The region stays mapped while another extent of
+ * the arena lives in it (allocated together, they share one). */
+static void destroyed_extent_holds_no_secret_only_with_zero_on_free(void **state)
+{
+	extent_hooks_t *h = hz_jemalloc_hooks();
+	char *p = extent_alloc(4 * MiB), *neighbour = extent_alloc(2 * MiB);
+
+	(void)state;
+	secret_fill(p, 4 * MiB, 8);
+	h->destroy(h, p, 4 * MiB, true, ARENA);
+	check_freed((uintptr_t)p, 4 * MiB, "destroyed extent");
+	extent_free(neighbour, 2 * MiB);
+}
+
 static void process_holds_secret_only_without_zero_on_free(void **state)
 {
 	size_t scanned, found;
@@ -107,6 +122,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(freed_extents_hold_no_secret_only_with_zero_on_free),
 		cmocka_unit_test(freed_part_of_split_extent_is_scrubbed_alone),
+		cmocka_unit_test(destroyed_extent_holds_no_secret_only_with_zero_on_free),
 		cmocka_unit_test(process_holds_secret_only_without_zero_on_free),
 	};
 	const char *expect = getenv("HZ_EXPECT_SECRET");
