@@ -113,8 +113,13 @@ static void finish_run(struct walk *w, struct hz_range run, bool resident)
 	if (hz_range_empty(run))
 		return;
 	if (!resident) {
-		if (w->may_swap)
-			hz_prim_madvise((void *)run.start, hz_range_len(run), MADV_DONTNEED);
+		/* A page swapped out may hold data: drop it, or (the drop
+		 * refused, as for mlocked memory) clear it. */
+		if (!w->may_swap ||
+		    hz_prim_madvise((void *)run.start, hz_range_len(run), MADV_DONTNEED) == 0)
+			return;
+		clear_run(w, run, 0);
+		w->written += hz_range_len(run);
 		return;
 	}
 	if (w->drop) {
