@@ -106,6 +106,13 @@ check_served() {
 
 run workload -- "$workload"
 run workload_avx512 HUGEZERO_CLEAR=avx512_nt -- "$workload"
+# On a CPU with AVX-512 too: Valgrind's CPU has none, and the forced kernel
+# must be refused with one warning, not run into SIGILL.
+if ! grep -q 'HUGEZERO_CLEAR=avx512_nt cannot run here' "$dir/workload_avx512.err"; then
+	echo "FAIL: HUGEZERO_CLEAR=avx512_nt under Valgrind was not refused:"
+	cat "$dir/workload_avx512.err"
+	failed=1
+fi
 
 numpy=1
 if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
