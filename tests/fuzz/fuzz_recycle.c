@@ -4,7 +4,7 @@
  *
  * Each operation is 4 bytes: op (low nibble: what; high nibble: size
  * class), slot, and a 16-bit argument the size and alignment come from.
- * Blocks are stamped when handed out (one byte per 512 and the last byte)
+ * Blocks are stamped when handed out (one byte per 2 KiB and the last byte)
  * and filled with a dirty pattern before they are freed. Checked: calloc
  * is all zero, realloc keeps the common prefix, alignments hold, usable
  * sizes cover the request, large requests are hugezero blocks and small
@@ -24,9 +24,13 @@
 #define MiB ((size_t)1 << 20)
 #define THRESHOLD (256 * KiB)
 #define SLOTS 16
-/* 256 MiB live at most, plus the 64 MiB cache (HUGEZERO_CACHE_MAX below). */
-#define LIVE_MAX (256 * MiB)
+/* 128 MiB live at most, plus the 64 MiB cache (HUGEZERO_CACHE_MAX below):
+ * with ASan's shadow, well under scripts/fuzz.sh's RSS limit. */
+#define LIVE_MAX (128 * MiB)
 #define DIRTY 0xdb
+/* 2 KiB between stamp bytes: two per 4 KiB page, so a page lost or
+ * misplaced by realloc shows, at a cost that keeps the fuzzer fast. */
+#define STRIDE 2048
 
 struct slot {
 	unsigned char *p;
@@ -57,27 +61,27 @@ static size_t size_of(unsigned cls, unsigned arg)
 	case 1: return THRESHOLD - 512 + arg % 1024;      /* the threshold's edge */
 	case 2: return THRESHOLD + (size_t)arg * 64;      /* up to 4 MiB more */
 	case 3: return (1 + arg % 8) * 2 * MiB + arg / 8 % 9 - 4; /* granule edges */
-	case 4: return (size_t)arg * 512;                 /* up to 32 MiB */
+	case 4: return (size_t)arg * 256;                 /* up to 16 MiB */
 	default: return 0;
 	}
 }
 
-static void stamp(const struct slot *s)
+FUZZ_NO_COVERAGE static void stamp(const struct slot *s)
 {
 	if (s->size == 0)
 		return;
-	for (size_t i = 0; i < s->size - 1; i += 512)
-		s->p[i] = (unsigned char)(s->seed + i / 512);
+	for (size_t i = 0; i < s->size - 1; i += STRIDE)
+		s->p[i] = (unsigned char)(s->seed + i / STRIDE);
 	s->p[s->size - 1] = s->seed;
 }
 
 /* First offset below upto where s's stamp is broken, or upto. */
-static size_t first_unstamped(const struct slot *s, size_t upto)
+FUZZ_NO_COVERAGE static size_t first_unstamped(const struct slot *s, size_t upto)
 {
 	if (s->size == 0)
 		return upto;
-	for (size_t i = 0; i < upto && i < s->size - 1; i += 512)
-		if (s->p[i] != (unsigned char)(s->seed + i / 512))
+	for (size_t i = 0; i < upto && i < s->size - 1; i += STRIDE)
+		if (s->p[i] != (unsigned char)(s->seed + i / STRIDE))
 			return i;
 	if (upto >= s->size && s->p[s->size - 1] != s->seed)
 		return s->size - 1;
@@ -86,7 +90,7 @@ static size_t first_unstamped(const struct slot *s, size_t upto)
 
 static const unsigned char zero_page[4096];
 
-static size_t first_nonzero(const unsigned char *p, size_t n)
+FUZZ_NO_COVERAGE static size_t first_nonzero(const unsigned char *p, size_t n)
 {
 	for (size_t at = 0; at < n; at += sizeof(zero_page)) {
 		size_t len = n - at < sizeof(zero_page) ? n - at : sizeof(zero_page);
