@@ -83,8 +83,17 @@ static void expect_prezero_ran(unsigned runnable, unsigned forks,
 			       const struct stress_prezero *before,
 			       const struct stress_prezero *after)
 {
+	const char *prezero = getenv("HUGEZERO_PREZERO");
+
 	if (!stress_preloaded()) {
 		printf("glibc baseline: no pre-zero thread to look at\n");
+		return;
+	}
+	if (prezero && strcmp(prezero, "thread") != 0) {
+		printf("HUGEZERO_PREZERO=%s: calloc zeroes, no pre-zero thread\n", prezero);
+		if (after->tid != 0)
+			fail_msg("a SCHED_IDLE thread %d runs with HUGEZERO_PREZERO=%s",
+				 (int)after->tid, prezero);
 		return;
 	}
 	if (after->tid == 0)
