@@ -78,7 +78,9 @@ struct cycle {
 	int pipe[2];
 	FILE *in;
 	ssize_t got;
+	pid_t reader_tid, flusher_tid; /* 0 until the thread runs */
 	int flushed;
+	int forking; /* set by main right before fork */
 };
 
 static void *cycle_reader(void *arg)
@@ -87,6 +89,7 @@ static void *cycle_reader(void *arg)
 	char *line = NULL;
 	size_t n = 0;
 
+	__atomic_store_n(&c->reader_tid, gettid(), __ATOMIC_RELEASE);
 	c->got = getline(&line, &n, c->in); /* holds in's lock while read() waits */
 	free(line);
 	return NULL;
@@ -96,6 +99,7 @@ static void *cycle_flusher(void *arg)
 {
 	struct cycle *c = arg;
 
+	__atomic_store_n(&c->flusher_tid, gettid(), __ATOMIC_RELEASE);
 	fflush(NULL); /* holds the list, waits for in's lock */
 	__atomic_store_n(&c->flushed, 1, __ATOMIC_RELEASE);
 	return NULL;
@@ -105,7 +109,11 @@ static void *cycle_feeder(void *arg)
 {
 	struct cycle *c = arg;
 
-	nap_us(150000); /* main is in fork by now */
+	/* Main blocked in fork (behind fflush(NULL), behind getline). */
+	while (!__atomic_load_n(&c->forking, __ATOMIC_ACQUIRE))
+		nap_us(100);
+	nap_us(1000);
+	stress_wait_blocked(getpid(), 2000);
 	if (put(c->pipe[1], filler, TAIL_BYTES) != 0 || put(c->pipe[1], "\n", 1) != 0)
 		abort();
 	return NULL;
@@ -119,7 +127,7 @@ static void fork_while_fflush_waits_for_a_growing_getline(void **state)
 	memset(filler, 'x', sizeof(filler));
 	fflush(NULL);
 	for (unsigned r = 0; r < rounds; r++) {
-		struct cycle c = { .got = 0, .flushed = 0 };
+		struct cycle c = { .got = 0 };
 		pthread_t reader, flusher, feeder;
 		unsigned slot = stress_child_slot();
 		pid_t pid;
@@ -128,22 +136,29 @@ static void fork_while_fflush_waits_for_a_growing_getline(void **state)
 		c.in = fdopen(c.pipe[0], "r");
 		assert_non_null(c.in);
 		assert_int_equal(put(c.pipe[1], filler, HEAD_BYTES), 0);
-		stress_phase(30, "stdio cycle round %u: getline and fflush(NULL) set up", r + 1);
+		stress_phase(20, "stdio cycle round %u: getline and fflush(NULL) set up", r + 1);
+		/* getline blocked in read(), holding its stream; then
+		 * fflush(NULL) blocked on that stream, holding the list. */
 		assert_int_equal(pthread_create(&reader, NULL, cycle_reader, &c), 0);
-		nap_us(50000);
+		while (__atomic_load_n(&c.reader_tid, __ATOMIC_ACQUIRE) == 0)
+			nap_us(100);
+		stress_wait_blocked(c.reader_tid, 2000);
 		assert_int_equal(pthread_create(&flusher, NULL, cycle_flusher, &c), 0);
-		nap_us(50000);
+		while (__atomic_load_n(&c.flusher_tid, __ATOMIC_ACQUIRE) == 0)
+			nap_us(100);
+		stress_wait_blocked(c.flusher_tid, 2000);
 		if (!__atomic_load_n(&c.flushed, __ATOMIC_ACQUIRE))
 			raced++; /* fflush(NULL) does wait behind getline */
 		assert_int_equal(pthread_create(&feeder, NULL, cycle_feeder, &c), 0);
-		stress_phase(30, "stdio cycle round %u: fork while fflush(NULL) waits for "
+		stress_phase(20, "stdio cycle round %u: fork while fflush(NULL) waits for "
 			     "a getline that grows past the threshold", r + 1);
+		__atomic_store_n(&c.forking, 1, __ATOMIC_RELEASE);
 		pid = fork();
 		assert_true(pid >= 0);
 		if (pid == 0)
 			_exit(stress_child_work(slot));
 		stress_child_track(pid, slot);
-		stress_phase(30, "stdio cycle round %u: joining getline and fflush(NULL)", r + 1);
+		stress_phase(20, "stdio cycle round %u: joining getline and fflush(NULL)", r + 1);
 		pthread_join(feeder, NULL);
 		pthread_join(reader, NULL);
 		pthread_join(flusher, NULL);

@@ -575,6 +575,26 @@ static int read_task(pid_t tid, struct stress_prezero *out, long *nice)
 	return 0;
 }
 
+char stress_task_state(pid_t tid)
+{
+	struct stress_prezero t;
+	long nice;
+
+	return read_task(tid, &t, &nice) == 0 ? t.state : '?';
+}
+
+int stress_wait_blocked(pid_t tid, unsigned ms)
+{
+	for (unsigned i = 0; i < ms * 10; i++) {
+		char state = stress_task_state(tid);
+
+		if (state == 'S' || state == 'D')
+			return 0;
+		nap_ns(100000);
+	}
+	return -1;
+}
+
 int stress_prezero_sample(struct stress_prezero *out)
 {
 	DIR *d = opendir("/proc/self/task");

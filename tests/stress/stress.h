@@ -118,6 +118,13 @@ struct stress_prezero {
 	uint64_t ticks; /* utime + stime */
 };
 
+/* The state letter of thread tid of this process (R, S, D...), or '?'. */
+char stress_task_state(pid_t tid);
+
+/* Wait up to ms milliseconds for thread tid to sleep (state S or D: blocked
+ * in a system call or on a lock). Returns 0, or -1 on a timeout. */
+int stress_wait_blocked(pid_t tid, unsigned ms);
+
 /* Find the pre-zero thread (the SCHED_IDLE thread of this process) and
  * read its state. Returns 0, or -1 when there is none. */
 int stress_prezero_sample(struct stress_prezero *out);
