@@ -8,8 +8,8 @@
  * and filled with a dirty pattern before they are freed. Checked: calloc
  * is all zero, realloc keeps the common prefix, alignments hold, usable
  * sizes cover the request, large requests are hugezero blocks and small
- * ones are not, no two live blocks overlap, and a stamp survives until its
- * block is freed. Live blocks total at most LIVE_MAX, so the RSS stays
+ * ones are not, no two live blocks overlap, a stamp survives until its
+ * block is freed, and requests beyond PTRDIFF_MAX fail with ENOMEM. Live blocks total at most LIVE_MAX, so the RSS stays
  * bounded; everything is freed at the end of each input. */
 #include <errno.h>
 #include <stdbool.h>
@@ -19,6 +19,7 @@
 #include "fuzz.h"
 #include "libc_next.h"
 #include "range.h"
+#include "stats.h"
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
@@ -40,6 +41,14 @@ struct slot {
 
 static struct slot slots[SLOTS];
 static size_t live_bytes;
+
+/* Under AddressSanitizer, its allocator (the next one here) must fail huge
+ * requests as glibc does, with NULL and ENOMEM, instead of reporting them. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return "allocator_may_return_null=1";
+}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -88,6 +97,13 @@ FUZZ_NO_COVERAGE static size_t first_unstamped(const struct slot *s, size_t upto
 	return upto;
 }
 
+static uint64_t fallbacks_before;
+
+static uint64_t fallbacks(void)
+{
+	return __atomic_load_n(&hz_stats.fallbacks[HZ_FB_RESERVE_FULL], __ATOMIC_RELAXED);
+}
+
 static const unsigned char zero_page[4096];
 
 FUZZ_NO_COVERAGE static size_t first_nonzero(const unsigned char *p, size_t n)
@@ -110,7 +126,10 @@ static void check_block(const struct slot *s, const char *what, size_t align)
 	FUZZ_CHECK(usable >= s->size, "%s(%zu): usable size %zu", what, s->size, usable);
 	FUZZ_CHECK(align == 0 || (uintptr_t)s->p % align == 0, "%s(%zu) = %p, not %zu-aligned",
 		   what, s->size, (void *)s->p, align);
-	FUZZ_CHECK(hz_blocks_owns(s->p) == (s->size >= THRESHOLD),
+	/* A large request may go to the next allocator only when the
+	 * reservation is full: 1 GiB alignments can use up its boundaries. */
+	FUZZ_CHECK(hz_blocks_owns(s->p) == (s->size >= THRESHOLD) ||
+		   (s->size >= THRESHOLD && fallbacks() > fallbacks_before),
 		   "%s(%zu) = %p: owned by hugezero %d", what, s->size, (void *)s->p,
 		   hz_blocks_owns(s->p));
 	for (unsigned i = 0; i < SLOTS; i++) {
@@ -236,11 +255,42 @@ static void realloc_op(struct slot *s, size_t size)
 	stamp(s);
 }
 
+/* Requests larger than PTRDIFF_MAX, which every allocator refuses: each
+ * entry point fails with ENOMEM (a block being resized stays as it was),
+ * and nothing in hugezero's size rounding wraps around to a small block. */
+static void huge_op(struct slot *s, unsigned what, unsigned arg)
+{
+	size_t size = arg % 2 ? SIZE_MAX - arg / 2 : ((size_t)1 << 63) + arg / 2;
+	void *p = NULL;
+	int ret = 0;
+
+	errno = 0;
+	switch (what % 6) {
+	case 0: p = hz_preload_malloc(hz_test_libc_next, size); break;
+	case 1: p = hz_preload_calloc(hz_test_libc_next, 1, size); break;
+	case 2: ret = hz_preload_posix_memalign(hz_test_libc_next, &p, 4096, size); break;
+	case 3: p = hz_preload_memalign(hz_test_libc_next, (size_t)1 << 21, size); break;
+	case 4: p = hz_preload_pvalloc(hz_test_libc_next, size); break;
+	default:
+		if (s->p == NULL)
+			return;
+		p = hz_preload_realloc(hz_test_libc_next, s->p, size);
+		FUZZ_CHECK(first_unstamped(s, s->size) == s->size,
+			   "failed realloc(%p, %zu) changed the block", (void *)s->p, size);
+		break;
+	}
+	FUZZ_CHECK(p == NULL, "%zu bytes allocated at %p (entry point %u)", size, p, what % 6);
+	FUZZ_CHECK(what % 6 == 2 ? ret == ENOMEM : errno == ENOMEM,
+		   "entry point %u, %zu bytes: errno %d, returned %d", what % 6, size, errno, ret);
+}
+
 static void one_op(const uint8_t *op)
 {
 	struct slot *s = &slots[op[1] % SLOTS];
 	unsigned what = op[0] & 15, arg = (unsigned)op[2] | (unsigned)op[3] << 8;
 	size_t size = size_of(op[0] >> 4, arg);
+
+	fallbacks_before = fallbacks();
 
 	if (what == 2 && s->p) {
 		realloc_op(s, size);
@@ -257,6 +307,8 @@ static void one_op(const uint8_t *op)
 		errno = 0;
 		FUZZ_CHECK(hz_preload_calloc(hz_test_libc_next, n, m) == NULL && errno == ENOMEM,
 			   "calloc(%zu, %zu) overflowed", n, m);
+	} else if (what == 11) {
+		huge_op(s, op[0] >> 4, arg);
 	} else if (!s->p && what <= 8) {
 		alloc_op(s, what, size, arg);
 	} else if (s->p) {
