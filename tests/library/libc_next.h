@@ -31,7 +31,7 @@ static inline void hz_test_libc_next(struct hz_next *n)
 
 /* Options for a test of the recycler as a library, unless the environment
  * already sets them: a 256 KiB threshold so small blocks exercise it, an
- * 8 GiB reservation (plenty, and cheap for sanitizer shadow), and no
+ * 8 GiB reservation (plenty for these tests), and no
  * executable-text work, which concerns the preload's host program. Call
  * before the first hz_preload_* call, while no other thread runs. */
 static inline void hz_test_library_options(void)
