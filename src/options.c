@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -193,11 +194,31 @@ int hz_option_parse(const struct hz_option_desc *desc, const char *text,
 	return ret;
 }
 
+/* The first 64 bytes of an environment value, printable: anything else
+ * (control characters, bytes of a mangled encoding) as \xNN, so a bad
+ * value cannot write terminal escapes into the program's stderr. */
+static const char *printable(const char *value, char *out, size_t size)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; value[i] != '\0' && i < 64 && o + 5 <= size; i++) {
+		unsigned char c = (unsigned char)value[i];
+
+		if (c >= 0x20 && c < 0x7f)
+			out[o++] = (char)c;
+		else
+			o += (size_t)snprintf(out + o, size - o, "\\x%02x", c);
+	}
+	out[o] = '\0';
+	return out;
+}
+
 static void load_one(enum hz_option_id id)
 {
 	const struct hz_option_desc *d = &descs[id];
 	struct option_value *val = &values[id];
 	const char *env = secure_getenv(d->env);
+	char shown[64 * 4 + 1];
 	int ret;
 
 	/* Defaults in the table are valid by construction (tests check it). */
@@ -212,8 +233,8 @@ static void load_one(enum hz_option_id id)
 	}
 	hz_option_parse(d, d->def, &val->num, val->text);
 	val->source = HZ_SRC_INVALID_ENV;
-	hz_warn("%s=%.64s is %s (valid: %s); using the default %s", d->env, env,
-		ret == -ERANGE ? "out of range" : "not valid", d->choices, d->def);
+	hz_warn("%s=%s is %s (valid: %s); using the default %s", d->env,
+		printable(env, shown, sizeof(shown)), ret == -ERANGE ? "out of range" : "not valid", d->choices, d->def);
 }
 
 static void load_all(void)

@@ -148,6 +148,27 @@ static void bad_value_warns_once_and_uses_default(void **state)
 	assert_int_equal(hz_option_source(HZ_OPT_CLEAR_NT_MIN), HZ_SRC_DEFAULT);
 }
 
+/* A value with terminal escapes or other control bytes is shown escaped,
+ * and cut at 64 bytes, so it cannot write into the program's terminal. */
+static void bad_value_is_shown_escaped_and_cut(void **state)
+{
+	char value[200], out[2048];
+
+	(void)state;
+	memset(value, 'x', sizeof(value) - 1);
+	value[sizeof(value) - 1] = '\0';
+	memcpy(value, "1\x1b[31m\x01\xff", 8);
+	setenv("HUGEZERO_THRESHOLD", value, 1);
+	capture_stderr(reload, out, sizeof(out));
+	unsetenv("HUGEZERO_THRESHOLD");
+	assert_non_null(strstr(out, "HUGEZERO_THRESHOLD=1\\x1b[31m\\x01\\xffxxx"));
+	assert_null(strchr(out, '\x1b'));
+	assert_null(strchr(out, '\x01'));
+	assert_null(strstr(out, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"));
+	assert_int_equal(count_lines(out), 1);
+	reload();
+}
+
 static void clear_override_forces_a_valid_kernel(void **state)
 {
 	char out[2048];
@@ -274,6 +295,7 @@ int main(void)
 		cmocka_unit_test(enums_bools_and_paths_parse),
 		cmocka_unit_test(every_default_in_the_table_is_valid),
 		cmocka_unit_test(bad_value_warns_once_and_uses_default),
+		cmocka_unit_test(bad_value_is_shown_escaped_and_cut),
 		cmocka_unit_test(clear_override_forces_a_valid_kernel),
 		cmocka_unit_test(clear_override_unknown_name_warns_and_uses_auto),
 		cmocka_unit_test(clear_override_unsupported_kernel_warns_and_uses_auto),
