@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "assist.h"
 #include "blocks.h"
 #include "cpu/relax.h"
 #include "lock.h"
@@ -77,6 +78,7 @@ struct config {
 	uint64_t decay_ns;
 	int prezero;
 	size_t unit;
+	size_t split_min;
 	bool zero_on_free;
 };
 
@@ -114,6 +116,7 @@ static void load_config(void)
 	cfg.decay_ns = hz_option_u64(HZ_OPT_DECAY_MS) * 1000000ull;
 	cfg.prezero = (int)hz_option_u64(HZ_OPT_PREZERO);
 	cfg.unit = (size_t)hz_option_u64(HZ_OPT_PREZERO_UNIT);
+	cfg.split_min = (size_t)hz_option_u64(HZ_OPT_PREZERO_SPLIT_MIN);
 	cfg.zero_on_free = hz_option_u64(HZ_OPT_ZERO_ON_FREE);
 }
 
@@ -349,6 +352,7 @@ static size_t zero_in_flight(struct hz_span *s)
 		top -= unit;
 		w = hz_zero_with(s->start + top, unit, 0, m, how);
 		written += w;
+		hz_assist_help(); /* a calloc waiting on its own clear comes first */
 		if (top > 0 && starved(w, hz_prim_now_ns() - u0)) {
 			__atomic_store_n(&paused_until, hz_prim_now_ns() + STARVED_PAUSE_NS,
 					 __ATOMIC_RELAXED);
@@ -418,6 +422,8 @@ static void *prezero_main(void *arg)
 		struct batch b = { .count = 0 };
 		bool work = false;
 
+		hz_assist_help();
+
 		uint64_t now = hz_prim_now_ns();
 
 		hz_lock(&lock);
@@ -485,6 +491,34 @@ static void wake_thread(void)
 }
 
 /* ---- the entry points ---- */
+
+/* Zero the dirty start of a span for calloc, the block start last (it is
+ * where the program writes first). At split_min and above, with the
+ * thread awake and not starved, the thread takes chunks of it too: two
+ * cores clear 256 MiB 1.8x faster than one here (37 against 20 GB/s,
+ * bench/RESULTS.md, "two cores for one big clear"). */
+static size_t zero_for_calloc(const struct hz_span *s, size_t dirty, enum hz_zero_method m)
+{
+	enum hz_zero_how how = zero_how(s);
+	uintptr_t lo = s->start + HZ_ASSIST_CHUNK, end = s->start + dirty, tail;
+	size_t chunks, written, helped = 0;
+
+	if (m != HZ_ZERO_CLEAR || cfg.prezero != PREZERO_THREAD || cfg.split_min == 0 ||
+	    dirty < cfg.split_min || dirty < 2 * HZ_ASSIST_CHUNK ||
+	    !__atomic_load_n(&thread_started, __ATOMIC_ACQUIRE) ||
+	    hz_prim_now_ns() < __atomic_load_n(&paused_until, __ATOMIC_RELAXED))
+		return hz_zero_with(s->start, dirty, s->start, m, how);
+	chunks = (dirty - HZ_ASSIST_CHUNK) / HZ_ASSIST_CHUNK;
+	tail = lo + chunks * HZ_ASSIST_CHUNK;
+	if (!hz_assist_open(lo, chunks, m, how))
+		return hz_zero_with(s->start, dirty, s->start, m, how);
+	wake_thread();
+	written = tail < end ? hz_zero_with(tail, end - tail, 0, m, how) : 0;
+	written += hz_assist_finish(&helped);
+	written += hz_zero_with(s->start, HZ_ASSIST_CHUNK, s->start, m, how);
+	hz_stats_add(assisted_bytes, helped);
+	return written + helped;
+}
 
 static bool claimable(size_t size, size_t align)
 {
@@ -591,8 +625,7 @@ retry:
 		uint64_t t0 = hz_prim_now_ns();
 		enum hz_zero_method m = hz_zero_choose(span.start, dirty, zero_how(&span));
 
-		hz_stats_add(cleared_bytes,
-			     hz_zero_with(span.start, dirty, span.start, m, zero_how(&span)));
+		hz_stats_add(cleared_bytes, zero_for_calloc(&span, dirty, m));
 		hz_stats_add(clear_ns, hz_prim_now_ns() - t0);
 		adapt_backing(&span, m);
 	}
@@ -648,6 +681,7 @@ void hz_recycle_fork_child(void)
 	struct batch b = { .count = 0 };
 
 	hz_lock_reset(&lock);
+	hz_assist_fork_child();
 	pthread_mutex_init(&wake_mutex, NULL);
 	pthread_cond_init(&wake_cond, NULL);
 	thread_started = 0;

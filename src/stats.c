@@ -111,12 +111,13 @@ static void human(struct text *t, const struct hz_stats *s)
 	    MIB(s->cleared_bytes), clear_rate_gbs(s));
 	put(t, "hugezero:   recycling       %llu reused, %llu fresh; cache %.1f MiB now, "
 	       "%.1f MiB given back; pre-zeroed %.1f MiB at %.1f GB/s, %llu takeovers, "
-	       "%llu given up, %llu pauses when starved of CPU\n",
+	       "%llu given up, %llu pauses when starved of CPU; %.1f MiB of calloc's clears "
+	       "done by the thread beside it\n",
 	    (unsigned long long)s->cache_hits, (unsigned long long)s->cache_misses,
 	    MIB(s->cache_bytes), MIB(s->cache_released_bytes), MIB(s->prezeroed_bytes),
 	    s->prezero_ns ? (double)s->prezeroed_bytes / (double)s->prezero_ns : 0.0,
 	    (unsigned long long)s->takeovers, (unsigned long long)s->takeovers_abandoned,
-	    (unsigned long long)s->prezero_starved);
+	    (unsigned long long)s->prezero_starved, MIB(s->assisted_bytes));
 	put(t, "hugezero:   page size      %llu blocks moved to 4 KiB pages after sparse use, "
 	       "%llu back to THP after dense use\n",
 	    (unsigned long long)s->thp_demoted, (unsigned long long)s->thp_promoted);
@@ -173,14 +174,15 @@ static void json(struct text *t, const struct hz_stats *s)
 	put(t, " \"cache_hits\": %llu, \"cache_misses\": %llu, \"cache_bytes\": %llu, "
 	       "\"cache_released_bytes\": %llu, \"prezeroed_bytes\": %llu, "
 	       "\"prezero_ns\": %llu, \"takeovers\": %llu, \"takeovers_abandoned\": %llu, "
-	       "\"prezero_starved\": %llu, "
+	       "\"prezero_starved\": %llu, \"assisted_bytes\": %llu, "
 	       "\"thp_demoted\": %llu, "
 	       "\"thp_promoted\": %llu,\n",
 	    (unsigned long long)s->cache_hits, (unsigned long long)s->cache_misses,
 	    (unsigned long long)s->cache_bytes, (unsigned long long)s->cache_released_bytes,
 	    (unsigned long long)s->prezeroed_bytes, (unsigned long long)s->prezero_ns,
 	    (unsigned long long)s->takeovers, (unsigned long long)s->takeovers_abandoned,
-	    (unsigned long long)s->prezero_starved, (unsigned long long)s->thp_demoted,
+	    (unsigned long long)s->prezero_starved, (unsigned long long)s->assisted_bytes,
+	    (unsigned long long)s->thp_demoted,
 	    (unsigned long long)s->thp_promoted);
 	put(t, " \"realloc_moved\": %llu, \"realloc_in_place\": %llu, "
 	       "\"realloc_copied\": %llu, \"mmaps_aligned\": %llu, \"mmap_bytes\": %llu,\n",

@@ -38,6 +38,7 @@ struct hz_stats {
 	uint64_t takeovers;        /* callocs that took a block mid-zeroing */
 	uint64_t prezero_starved;  /* times the thread paused, starved of CPU */
 	uint64_t takeovers_abandoned; /* ... given up: the thread was too slow */
+	uint64_t assisted_bytes;   /* of calloc's own clears, done by the thread */
 	uint64_t thp_demoted;      /* sparsely used blocks moved to 4 KiB pages */
 	uint64_t thp_promoted;     /* densely used ones moved back to THP */
 	uint64_t live_bytes;

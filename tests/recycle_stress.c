@@ -251,6 +251,36 @@ static void fork_while_prezeroing(void **state)
 	}
 }
 
+/* A calloc that clears a large dirty block itself shares it with the
+ * pre-zero thread, chunk by chunk (HUGEZERO_PREZERO_SPLIT_MIN, set low for
+ * this test): every byte still reads zero, whichever side cleared it, and
+ * the block is not written after calloc returns (the next round's pattern
+ * survives until its free). */
+static void calloc_split_with_prezeroing_thread_is_zero(void **state)
+{
+	const size_t size = 48 * MiB;
+
+	(void)state;
+	for (int i = 0; i < 30; i++) {
+		unsigned char *p = malloc(size);
+
+		assert_non_null(p);
+		memset(p, 0x11 + i, size);
+		escape(p);
+		free(p);
+		p = calloc(1, size);
+		assert_non_null(p);
+		assert_zero(p, size, "calloc shared with the thread");
+		memset(p, 0x77, size);
+		escape(p);
+		usleep(2000); /* a late write by the thread would show below */
+		for (size_t off = 0; off < size; off += 4096)
+			if (p[off] != 0x77 || p[off + 4095] != 0x77)
+				fail_msg("byte near offset %zu changed after calloc returned", off);
+		free(p);
+	}
+}
+
 /* exit() while the thread zeroes must not wait for it. */
 static void exit_while_prezeroing_is_prompt(void **state)
 {
@@ -287,6 +317,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(cache_limit_and_decay_bound_rss),
 		cmocka_unit_test(fork_while_prezeroing),
 		cmocka_unit_test(exit_while_prezeroing_is_prompt),
+		cmocka_unit_test(calloc_split_with_prezeroing_thread_is_zero),
 	};
 	const char *only = argc > 1 ? argv[1] : NULL;
 
