@@ -352,13 +352,13 @@ static size_t zero_in_flight(struct hz_span *s)
 		top -= unit;
 		w = hz_zero_with(s->start + top, unit, 0, m, how);
 		written += w;
-		hz_assist_help(); /* a calloc waiting on its own clear comes first */
 		if (top > 0 && starved(w, hz_prim_now_ns() - u0)) {
 			__atomic_store_n(&paused_until, hz_prim_now_ns() + STARVED_PAUSE_NS,
 					 __ATOMIC_RELAXED);
 			hz_stats_add(prezero_starved, 1);
 			break;
 		}
+		hz_assist_help(); /* a calloc waiting on its own clear comes first */
 	}
 	adapt_backing(s, m);
 	hz_stats_add(prezeroed_bytes, written);
