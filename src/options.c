@@ -201,7 +201,7 @@ static const char *printable(const char *value, char *out, size_t size)
 {
 	size_t o = 0;
 
-	for (size_t i = 0; value[i] != '\0' && i < 64 && o + 5 <= size; i++) {
+	for (size_t i = 0; i < 64 && value[i] != '\0' && o + 5 <= size; i++) {
 		unsigned char c = (unsigned char)value[i];
 
 		if (c >= 0x20 && c < 0x7f)
