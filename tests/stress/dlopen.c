@@ -278,12 +278,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test(dlopen_dlclose_loop_keeps_text_working),
 	};
 
-	if (getenv("HZ_EXPECT_PRELOAD") && !stress_preloaded()) {
-		fprintf(stderr, "HZ_EXPECT_PRELOAD=1 but libhugezero-preload.so is not in LD_PRELOAD\n");
-		return 1;
-	}
-	stress_watchdog_start();
-	if (argc > 1)
-		cmocka_set_test_filter(argv[1]);
-	return cmocka_run_group_tests(all, setup, teardown);
+	return stress_main(all, sizeof(all) / sizeof(all[0]), setup, teardown, argc, argv);
 }

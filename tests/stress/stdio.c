@@ -366,12 +366,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test(fork_storm_races_busy_streams),
 	};
 
-	if (getenv("HZ_EXPECT_PRELOAD") && !stress_preloaded()) {
-		fprintf(stderr, "HZ_EXPECT_PRELOAD=1 but libhugezero-preload.so is not in LD_PRELOAD\n");
-		return 1;
-	}
-	stress_watchdog_start();
-	if (argc > 1)
-		cmocka_set_test_filter(argv[1]);
-	return cmocka_run_group_tests(all, NULL, NULL);
+	return stress_main(all, sizeof(all) / sizeof(all[0]), NULL, NULL, argc, argv);
 }

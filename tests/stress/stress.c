@@ -18,6 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <setjmp.h>
+#include <cmocka.h>
+
 /* Steps of 4096 children at once; slots are reused round-robin. */
 #define CHILD_SLOTS 4096
 #define STEP_LEN 48
@@ -621,4 +624,17 @@ int stress_prezero_sample(struct stress_prezero *out)
 	if (ret != 0)
 		out->tid = 0;
 	return ret;
+}
+
+int stress_main(const struct CMUnitTest *tests, size_t count, int (*setup)(void **),
+		int (*teardown)(void **), int argc, char **argv)
+{
+	if (getenv("HZ_EXPECT_PRELOAD") && !stress_preloaded()) {
+		fprintf(stderr, "HZ_EXPECT_PRELOAD=1 but libhugezero-preload.so is not in LD_PRELOAD\n");
+		return 1;
+	}
+	stress_watchdog_start();
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
+	return _cmocka_run_group_tests("all", tests, count, setup, teardown);
 }

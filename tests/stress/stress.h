@@ -18,6 +18,13 @@
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
 
+/* The programs' main: with HZ_EXPECT_PRELOAD set, fail unless the preload
+ * is there; start the watchdog; run the tests argv[1] matches (all without
+ * it) with cmocka, setup and teardown around the group (NULL for none). */
+struct CMUnitTest;
+int stress_main(const struct CMUnitTest *tests, size_t count, int (*setup)(void **),
+		int (*teardown)(void **), int argc, char **argv);
+
 /* ---- watchdog ---- */
 
 /* Start the watchdog thread (all signals blocked) once. Later calls do
