@@ -182,7 +182,6 @@ static void child(unsigned slot, void *handle)
 static int fork_with_library(void *handle, unsigned round)
 {
 	unsigned slot = stress_child_slot();
-	int status = 0;
 	pid_t pid;
 
 	stress_phase(CHILD_SECONDS + 20, "dlopen loop: child of round %u", round + 1);
@@ -194,13 +193,7 @@ static int fork_with_library(void *handle, unsigned round)
 	if (pid == 0)
 		child(slot, handle);
 	stress_child_track(pid, slot);
-	if (stress_child_wait(pid, slot, CHILD_SECONDS, "dlopen loop", &status) != 0)
-		return -1;
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		fprintf(stderr, "dlopen loop: child %d ended with status %#x\n", (int)pid, status);
-		return -1;
-	}
-	return 0;
+	return stress_child_reap(pid, slot, CHILD_SECONDS, "dlopen loop");
 }
 
 static void dlopen_dlclose_loop_keeps_text_working(void **state)

@@ -118,16 +118,6 @@ static int check_stats(pid_t pid, bool want_large, const char *what)
 	return 0;
 }
 
-static int exited_zero(pid_t pid, int status, const char *what)
-{
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		return 0;
-	fprintf(stderr, "%s: child %d %s %d\n", what, (int)pid,
-		WIFEXITED(status) ? "exited with" : "killed by signal",
-		WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-	return -1;
-}
-
 /* In the child: the common checks, a dirty block freed (this process's
  * pre-zero thread starts on it), then exec. */
 static void child(unsigned slot, const char *path, char *const argv[])
@@ -163,7 +153,6 @@ static void exec_from_forked_child_with_preload_set(void **state)
 		const char *path = helper_run ? h : "/bin/true";
 		char *const argv[] = { (char *)path, NULL };
 		unsigned slot = stress_child_slot();
-		int status = 0;
 		pid_t pid;
 
 		stress_phase(CHILD_SECONDS + 20, "exec from a child: child %u of %u execs %s",
@@ -173,8 +162,7 @@ static void exec_from_forked_child_with_preload_set(void **state)
 		if (pid == 0)
 			child(slot, path, argv);
 		stress_child_track(pid, slot);
-		if (stress_child_wait(pid, slot, CHILD_SECONDS, "exec from a child", &status) != 0 ||
-		    exited_zero(pid, status, "exec from a child") != 0 ||
+		if (stress_child_reap(pid, slot, CHILD_SECONDS, "exec from a child") != 0 ||
 		    check_stats(pid, helper_run, "exec from a child") != 0)
 			bad++;
 	}
@@ -193,7 +181,7 @@ static void posix_spawn_with_preload_set(void **state)
 	stress_load_start(2, NULL, 0);
 	for (unsigned i = 0; i < spawns && bad < 5; i++) {
 		unsigned slot = stress_child_slot();
-		int status = 0, err;
+		int err;
 		pid_t pid;
 
 		stress_phase(CHILD_SECONDS + 20, "posix_spawn %u of %u", i + 1, spawns);
@@ -202,8 +190,7 @@ static void posix_spawn_with_preload_set(void **state)
 			fail_msg("posix_spawn %s: %s", argv[0], strerror(err));
 		stress_child_track(pid, slot);
 		stress_child_step(slot, "spawned helper");
-		if (stress_child_wait(pid, slot, CHILD_SECONDS, "posix_spawn", &status) != 0 ||
-		    exited_zero(pid, status, "posix_spawn") != 0 ||
+		if (stress_child_reap(pid, slot, CHILD_SECONDS, "posix_spawn") != 0 ||
 		    check_stats(pid, true, "posix_spawn") != 0)
 			bad++;
 	}

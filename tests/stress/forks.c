@@ -47,22 +47,6 @@ static void run_child(unsigned slot, unsigned n)
 	exit(rc);
 }
 
-/* Wait for one child; 0 when it exited with status 0. */
-static int reap(pid_t pid, unsigned slot, const char *what)
-{
-	int status = 0;
-
-	if (stress_child_wait(pid, slot, CHILD_SECONDS, what, &status) != 0)
-		return -1;
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		fprintf(stderr, "%s: child %d %s %d\n", what, (int)pid,
-			WIFEXITED(status) ? "exited with" : "killed by signal",
-			WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-		return -1;
-	}
-	return 0;
-}
-
 /* A dirty block freed and a large calloc right before fork: the pre-zero
  * thread has work (and calloc demand) when fork takes hugezero's locks. */
 static void feed_prezero(unsigned n)
@@ -131,7 +115,7 @@ static void fork_storm_children_allocate_while_threads_allocate(void **state)
 		if (pid == 0)
 			run_child(slot, i);
 		stress_child_track(pid, slot);
-		if (reap(pid, slot, "fork storm") != 0)
+		if (stress_child_reap(pid, slot, CHILD_SECONDS, "fork storm") != 0)
 			bad++;
 	}
 	stress_phase(60, "fork storm: stopping the allocating threads");
@@ -235,7 +219,8 @@ static void fork_from_signal_handler_while_threads_allocate(void **state)
 		if (signal_pids[i] < 0) {
 			fprintf(stderr, "fork in the handler failed\n");
 			bad++;
-		} else if (reap(signal_pids[i], signal_slots[i], "fork from a signal handler") != 0) {
+		} else if (stress_child_reap(signal_pids[i], signal_slots[i], CHILD_SECONDS,
+					     "fork from a signal handler") != 0) {
 			bad++;
 		}
 	}

@@ -32,21 +32,6 @@ static void nap_us(long us)
 	nanosleep(&ts, NULL);
 }
 
-static int reap(pid_t pid, unsigned slot, const char *what)
-{
-	int status = 0;
-
-	if (stress_child_wait(pid, slot, CHILD_SECONDS, what, &status) != 0)
-		return -1;
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		fprintf(stderr, "%s: child %d %s %d\n", what, (int)pid,
-			WIFEXITED(status) ? "exited with" : "killed by signal",
-			WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-		return -1;
-	}
-	return 0;
-}
-
 /* write() all of buf; no stdio, no malloc. */
 static int put(int fd, const void *buf, size_t len)
 {
@@ -163,7 +148,7 @@ static void fork_while_fflush_waits_for_a_growing_getline(void **state)
 		pthread_join(reader, NULL);
 		pthread_join(flusher, NULL);
 		stress_phase_end();
-		assert_int_equal(reap(pid, slot, "stdio cycle"), 0);
+		assert_int_equal(stress_child_reap(pid, slot, CHILD_SECONDS, "stdio cycle"), 0);
 		assert_int_equal(c.got, HEAD_BYTES + TAIL_BYTES + 1);
 		fclose(c.in);
 		close(c.pipe[1]);
@@ -343,7 +328,7 @@ static void fork_storm_races_busy_streams(void **state)
 		if (pid == 0)
 			stdio_child(slot);
 		stress_child_track(pid, slot);
-		if (reap(pid, slot, "stdio storm") != 0)
+		if (stress_child_reap(pid, slot, CHILD_SECONDS, "stdio storm") != 0)
 			bad++;
 	}
 	stress_phase(60, "stdio storm: stopping the stream threads");

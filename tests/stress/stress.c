@@ -252,6 +252,20 @@ void stress_phase_end(void)
 	__atomic_store_n(&phase_deadline, 0, __ATOMIC_RELEASE);
 }
 
+int stress_child_reap(pid_t pid, unsigned slot, unsigned seconds, const char *what)
+{
+	int status = 0;
+
+	if (stress_child_wait(pid, slot, seconds, what, &status) != 0)
+		return -1;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	fprintf(stderr, "%s: child %d %s %d\n", what, (int)pid,
+		WIFEXITED(status) ? "exited with" : "killed by signal",
+		WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	return -1;
+}
+
 int stress_child_wait(pid_t pid, unsigned slot, unsigned seconds, const char *what,
 		      int *status)
 {

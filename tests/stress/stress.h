@@ -60,6 +60,10 @@ void stress_child_track(pid_t pid, unsigned slot);
 int stress_child_wait(pid_t pid, unsigned slot, unsigned seconds, const char *what,
 		      int *status);
 
+/* stress_child_wait, then the child must have exited with status 0;
+ * otherwise say how it ended. Returns 0 or -1. */
+int stress_child_reap(pid_t pid, unsigned slot, unsigned seconds, const char *what);
+
 /* The common child check: large calloc zero, large and small malloc
  * written and read back, realloc across the threshold; steps recorded in
  * slot. Returns 0, or an exit code naming what failed (2..9). */
