@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "util.h"
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
@@ -27,23 +28,11 @@ struct slot {
 	unsigned char seed;
 };
 
-struct rng {
-	uint64_t s;
-};
-
-static uint64_t next(struct rng *r)
-{
-	r->s ^= r->s << 13;
-	r->s ^= r->s >> 7;
-	r->s ^= r->s << 17;
-	return r->s;
-}
-
 /* Mostly sizes around the 256 KiB threshold the test runs with, some of
  * several MiB. */
-static size_t pick_size(struct rng *r)
+static size_t pick_size(struct hz_test_rng *r)
 {
-	uint64_t x = next(r);
+	uint64_t x = hz_test_rng_next(r);
 
 	if (x % 16 == 0)
 		return 2 * MiB + (x >> 8) % (2 * MiB);
@@ -96,10 +85,10 @@ static void release(struct slot *s)
 	s->p = NULL;
 }
 
-static void one_op(struct slot *slots, struct rng *r)
+static void one_op(struct slot *slots, struct hz_test_rng *r)
 {
-	struct slot *s = &slots[next(r) % SLOTS];
-	uint64_t op = next(r) % 8;
+	struct slot *s = &slots[hz_test_rng_next(r) % SLOTS];
+	uint64_t op = hz_test_rng_next(r) % 8;
 
 	if (s->p && op < 3) {
 		release(s);
@@ -117,7 +106,7 @@ static void one_op(struct slot *slots, struct rng *r)
 		stamp(s);
 	} else if (!s->p) {
 		s->size = pick_size(r);
-		s->seed = (unsigned char)next(r);
+		s->seed = (unsigned char)hz_test_rng_next(r);
 		if (op % 2) {
 			s->p = calloc(1, s->size);
 			if (!s->p)
@@ -148,7 +137,7 @@ static void *run_ops(void *arg)
 {
 	struct worker *w = arg;
 	struct slot slots[SLOTS];
-	struct rng r = { w->seed };
+	struct hz_test_rng r = { w->seed };
 
 	memset(slots, 0, sizeof(slots));
 	for (long i = 0; i < w->ops; i++)

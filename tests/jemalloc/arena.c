@@ -10,18 +10,7 @@
 #include <cmocka.h>
 
 #include "util.h"
-
-struct rng {
-	uint64_t s;
-};
-
-static uint64_t next(struct rng *r)
-{
-	r->s ^= r->s << 13;
-	r->s ^= r->s >> 7;
-	r->s ^= r->s << 17;
-	return r->s;
-}
+#include "../util.h"
 
 static int flags_of(unsigned ind)
 {
@@ -216,9 +205,9 @@ struct slot {
 };
 
 /* Sizes from 4 KiB to 24 MiB, most of them odd multiples of pages. */
-static size_t pick_size(struct rng *r)
+static size_t pick_size(struct hz_test_rng *r)
 {
-	uint64_t x = next(r);
+	uint64_t x = hz_test_rng_next(r);
 
 	switch (x % 8) {
 	case 0: return 16 * KiB + (x >> 8) % (256 * KiB);
@@ -235,18 +224,18 @@ static size_t pick_size(struct rng *r)
 static void churn(unsigned ind, uint64_t seed, unsigned ops, unsigned *zero_checked)
 {
 	struct slot s[SLOTS] = { { NULL, 0, 0 } };
-	struct rng r = { seed };
+	struct hz_test_rng r = { seed };
 	int flags = flags_of(ind);
 
 	for (unsigned op = 0; op < ops; op++) {
-		struct slot *t = &s[next(&r) % SLOTS];
+		struct slot *t = &s[hz_test_rng_next(&r) % SLOTS];
 
 		if (t->p) {
 			size_t bad = first_not(t->p, t->size, t->fill);
 
 			if (bad != t->size)
 				fail_msg("allocation %p lost its pattern at byte %zu", (void *)t->p, bad);
-			if (next(&r) % 4 == 0) {
+			if (hz_test_rng_next(&r) % 4 == 0) {
 				/* shrink in place: the cut part goes back dirty */
 				size_t to = t->size / 2 > 4 * KiB ? t->size / 2 : t->size;
 
@@ -261,7 +250,7 @@ static void churn(unsigned ind, uint64_t seed, unsigned ops, unsigned *zero_chec
 			continue;
 		}
 		t->size = pick_size(&r);
-		bool zero = next(&r) % 2 == 0;
+		bool zero = hz_test_rng_next(&r) % 2 == 0;
 		t->p = mallocx(t->size, flags | (zero ? MALLOCX_ZERO : 0));
 		assert_non_null(t->p);
 		t->size = sallocx(t->p, flags);
@@ -273,7 +262,7 @@ static void churn(unsigned ind, uint64_t seed, unsigned ops, unsigned *zero_chec
 					 (void *)t->p, bad, t->p[bad]);
 			__atomic_add_fetch(zero_checked, 1, __ATOMIC_RELAXED);
 		}
-		t->fill = (unsigned char)(1 + next(&r) % 250);
+		t->fill = (unsigned char)(1 + hz_test_rng_next(&r) % 250);
 		memset(t->p, t->fill, t->size);
 	}
 	for (int i = 0; i < SLOTS; i++)
@@ -396,7 +385,7 @@ static void arena_destroy_returns_all_memory(void **state)
 	during = stats_of(ind);
 	assert_true(during.regions >= 1);
 	assert_true(during.active_bytes > 50 * MiB);
-	assert_true(smaps_sum(extent_base(p[N - 1]), extent_base(p[N - 1]) + 1, "Rss:") > 0);
+	assert_true(hz_test_smaps_sum(extent_base(p[N - 1]), extent_base(p[N - 1]) + 1, "Rss:") > 0);
 	assert_int_equal(arena_ctl(ind, "destroy"), 0);
 	/* Every page is unmapped, memory and address space (mincore is a bare
 	 * system call: nothing can have mapped there since). */
@@ -474,8 +463,8 @@ static void extents_sit_on_transparent_huge_pages(void **state)
 		lo = extent_base(p[i]) < lo ? extent_base(p[i]) : lo;
 		hi = (uintptr_t)p[i] + sizes[i] > hi ? (uintptr_t)p[i] + sizes[i] : hi;
 	}
-	rss = smaps_sum(lo, hi, "Rss:");
-	huge = smaps_sum(lo, hi, "AnonHugePages:");
+	rss = hz_test_smaps_sum(lo, hi, "Rss:");
+	huge = hz_test_smaps_sum(lo, hi, "AnonHugePages:");
 	assert_true(rss >= 2 * MiB + 512 * KiB + 3 * MiB + 5 * MiB + 64 * MiB);
 	print_message("THP: %zu of %zu KiB resident in the extents' mappings are huge pages\n",
 		      huge / KiB, rss / KiB);

@@ -56,7 +56,7 @@ static int child_checks(void)
 	}
 	memset(a, 0x61, 2 * MiB + 512 * KiB);
 	memset(b, 0x62, 3 * MiB);
-	CHECK(smaps_sum((uintptr_t)a, (uintptr_t)a + 1, "Private_Hugetlb:") >= 2 * MiB, 14);
+	CHECK(hz_test_smaps_sum((uintptr_t)a, (uintptr_t)a + 1, "Private_Hugetlb:") >= 2 * MiB, 14);
 	CHECK(read_long(FREE_PATH) < free_before, 15);
 
 	/* Reuse after a dirty pattern, many sizes. */

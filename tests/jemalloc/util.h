@@ -17,6 +17,8 @@
 
 #include <hugezero/jemalloc.h>
 
+#include "../util.h"
+
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
 #define GiB ((size_t)1 << 30)
@@ -49,27 +51,6 @@ static inline bool all_bytes(const void *p, size_t len, unsigned char c)
 static inline void escape(void *p)
 {
 	__asm__ __volatile__("" : : "r"(p) : "memory");
-}
-
-/* Sum of a field (kB) over the smaps entries overlapping [lo, hi). */
-static inline size_t smaps_sum(uintptr_t lo, uintptr_t hi, const char *field)
-{
-	FILE *f = fopen("/proc/self/smaps", "r");
-	char line[512], perms[8];
-	unsigned long a, b;
-	size_t kb = 0, flen = strlen(field);
-	bool in = false;
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx %7s", &a, &b, perms) == 3)
-			in = a < hi && b > lo;
-		else if (in && strncmp(line, field, flen) == 0)
-			kb += strtoul(line + flen, NULL, 10);
-	}
-	fclose(f);
-	return kb * KiB;
 }
 
 /* The tests run under the default options and, from tests/jemalloc/

@@ -27,6 +27,7 @@
 #include "blocks.h"
 #include "stats.h"
 #include "libc_next.h"
+#include "../util.h"
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
@@ -42,18 +43,6 @@ struct slot {
 	unsigned char seed;
 };
 
-struct rng {
-	uint64_t s;
-};
-
-static uint64_t next(struct rng *r)
-{
-	r->s ^= r->s << 13;
-	r->s ^= r->s >> 7;
-	r->s ^= r->s << 17;
-	return r->s;
-}
-
 static long env_long(const char *name, long def)
 {
 	const char *v = getenv(name);
@@ -63,9 +52,9 @@ static long env_long(const char *name, long def)
 
 /* Mostly around the 256 KiB threshold, some below it (the next allocator's
  * blocks, which realloc moves across), some of several MiB. */
-static size_t pick_size(struct rng *r)
+static size_t pick_size(struct hz_test_rng *r)
 {
-	uint64_t x = next(r);
+	uint64_t x = hz_test_rng_next(r);
 
 	switch (x % 16) {
 	case 0:
@@ -159,20 +148,20 @@ static void resize(struct slot *s, size_t size)
 
 /* A new block for an empty slot, through one of the entry points; returns
  * the entry point's name. */
-static const char *fill(struct slot *s, struct rng *r, uint64_t op)
+static const char *fill(struct slot *s, struct hz_test_rng *r, uint64_t op)
 {
 	void *p = NULL;
 	const char *what;
 
 	s->size = pick_size(r);
-	s->seed = (unsigned char)next(r);
+	s->seed = (unsigned char)hz_test_rng_next(r);
 	if (op % 4 == 1) {
 		what = "calloc";
 		p = hz_preload_calloc(hz_test_libc_next, 1, s->size);
 		if (p)
 			assert_zero(p, s->size, "calloc");
 	} else if (op % 4 == 2) {
-		size_t align = (size_t)8 << (next(r) % 20); /* 8 B .. 4 MiB */
+		size_t align = (size_t)8 << (hz_test_rng_next(r) % 20); /* 8 B .. 4 MiB */
 
 		what = "posix_memalign";
 		if (hz_preload_posix_memalign(hz_test_libc_next, &p, align, s->size) != 0)
@@ -208,13 +197,13 @@ static void single_thread_sequence_keeps_contents(void **state)
 {
 	long ops = env_long("HZ_OPS", 20000);
 	struct slot slots[SLOTS] = { { 0 } };
-	struct rng r = { 0x2545f4914f6cdd1dull };
+	struct hz_test_rng r = { 0x2545f4914f6cdd1dull };
 	uint64_t hits0 = __atomic_load_n(&hz_stats.cache_hits, __ATOMIC_RELAXED);
 
 	(void)state;
 	for (long i = 0; i < ops; i++) {
-		struct slot *s = &slots[next(&r) % SLOTS];
-		uint64_t op = next(&r) % 8;
+		struct slot *s = &slots[hz_test_rng_next(&r) % SLOTS];
+		uint64_t op = hz_test_rng_next(&r) % 8;
 
 		if (s->p && op < 3) {
 			release(s);
@@ -280,11 +269,11 @@ struct worker {
 	long ops;
 };
 
-static void worker_op(const struct worker *w, struct slot *slots, struct rng *r)
+static void worker_op(const struct worker *w, struct slot *slots, struct hz_test_rng *r)
 {
-	unsigned i = (unsigned)(next(r) % THREAD_SLOTS);
+	unsigned i = (unsigned)(hz_test_rng_next(r) % THREAD_SLOTS);
 	struct slot *s = &slots[i];
-	uint64_t op = next(r) % 8;
+	uint64_t op = hz_test_rng_next(r) % 8;
 
 	if (s->p && op < 4) {
 		publish(&live[w->id][i], &(struct slot){ 0 });
@@ -310,7 +299,7 @@ static void *run_worker(void *arg)
 {
 	const struct worker *w = arg;
 	struct slot slots[THREAD_SLOTS] = { { 0 } };
-	struct rng r = { 0x9e3779b97f4a7c15ull * (w->id + 1) };
+	struct hz_test_rng r = { 0x9e3779b97f4a7c15ull * (w->id + 1) };
 
 	for (long n = 0; n < w->ops; n++) {
 		worker_op(w, slots, &r);

@@ -87,27 +87,6 @@ size_t res_resident(const void *p, size_t len)
 	return bytes;
 }
 
-uint64_t res_smaps_sum(uintptr_t lo, uintptr_t hi, const char *field)
-{
-	FILE *f = fopen("/proc/self/smaps", "r");
-	char line[512], perms[8];
-	unsigned long a, b;
-	uint64_t kb = 0;
-	size_t flen = strlen(field);
-	bool in = false;
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx %7s", &a, &b, perms) == 3)
-			in = a < hi && b > lo;
-		else if (in && strncmp(line, field, flen) == 0)
-			kb += strtoull(line + flen, NULL, 10);
-	}
-	fclose(f);
-	return kb * KiB;
-}
-
 uint64_t res_page_size(const void *p)
 {
 	FILE *f = fopen("/proc/self/smaps", "r");

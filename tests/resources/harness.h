@@ -26,6 +26,8 @@
 #include <sys/types.h>
 #include <cmocka.h>
 
+#include "../util.h"
+
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
 #define GiB ((size_t)1 << 30)
@@ -74,9 +76,6 @@ size_t res_first_nonzero(const void *p, size_t len);
 /* Resident bytes of [p, p + len) according to mincore. */
 size_t res_resident(const void *p, size_t len);
 
-/* Sum of an smaps field ("AnonHugePages:", in bytes) over the mappings
- * overlapping [lo, hi). */
-uint64_t res_smaps_sum(uintptr_t lo, uintptr_t hi, const char *field);
 
 /* KernelPageSize of the mapping holding p, in bytes (2 MiB for hugetlb,
  * even before a page is touched; 4 KiB for THP and 4 KiB memory), or 0. */

@@ -63,7 +63,7 @@ static void write_and_check(struct block b[5])
 
 static uint64_t huge_bytes(const struct block *b)
 {
-	return res_smaps_sum((uintptr_t)b->p, (uintptr_t)b->p + b->len, "AnonHugePages:");
+	return hz_test_smaps_sum((uintptr_t)b->p, (uintptr_t)b->p + b->len, "AnonHugePages:");
 }
 
 static int blocks_disabled(void)
@@ -84,7 +84,7 @@ static int blocks_disabled(void)
 	again = calloc(1, 64 * MiB);
 	CHECK(again && res_first_nonzero(again, 64 * MiB) == 64 * MiB, "calloc after reuse");
 	res_fill(again, 64 * MiB, 7);
-	CHECK(res_smaps_sum((uintptr_t)again, (uintptr_t)again + 64 * MiB,
+	CHECK(hz_test_smaps_sum((uintptr_t)again, (uintptr_t)again + 64 * MiB,
 			    "AnonHugePages:") == 0, "reused block holds THP");
 	free(again);
 	munmap(b[4].p, b[4].len);
