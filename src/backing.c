@@ -317,3 +317,15 @@ int hz_backing_map(uintptr_t start, size_t len, enum hz_backing want,
 	}
 	return ret;
 }
+
+static const char *const backing_names[HZ_BACKING_COUNT] = {
+	[HZ_BACKING_HUGETLB1G] = "hugetlb1g",
+	[HZ_BACKING_HUGETLB2M] = "hugetlb2m",
+	[HZ_BACKING_THP] = "thp",
+	[HZ_BACKING_SMALL] = "4k",
+};
+
+const char *hz_backing_name(enum hz_backing b)
+{
+	return (unsigned)b < HZ_BACKING_COUNT ? backing_names[b] : "?";
+}

@@ -44,4 +44,8 @@ int hz_backing_release(uintptr_t start, size_t len);
 /* Turn an ordinary anonymous range into reservation (PROT_NONE). */
 int hz_backing_reserve_fixed(uintptr_t start, size_t len);
 
+/* The backing's name in messages and the stats ("hugetlb1g", "thp", "4k"),
+ * "?" if none. */
+const char *hz_backing_name(enum hz_backing b);
+
 #endif /* HZ_BACKING_H */

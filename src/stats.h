@@ -1,5 +1,8 @@
-/* Counters of what hugezero did, updated with relaxed atomics (they are
- * statistics, not synchronisation) and reported at exit. */
+/* Counters of what hugezero did, one table of them (stats.def), updated
+ * with relaxed atomics: they are statistics, not synchronisation. Every
+ * counter lives in the one struct hz_stats, so that it can later be put in
+ * one mapping another process reads. This is a leaf: the exit report that
+ * reads the counters is report.c. */
 #ifndef HZ_STATS_H
 #define HZ_STATS_H
 
@@ -7,63 +10,84 @@
 
 #include "backing.h"
 
+/* Selects the argument for a row's group (stats.def). */
+#define HZ_STATS_PICK_CORE(core, exec, jemalloc) core
+#define HZ_STATS_PICK_EXEC(core, exec, jemalloc) exec
+#define HZ_STATS_PICK_JEMALLOC(core, exec, jemalloc) jemalloc
+
 enum hz_fallback {
-	HZ_FB_POOL_EMPTY,      /* hugetlb pool had too few free pages */
-	HZ_FB_HUGETLB_FAILED,  /* mmap(MAP_HUGETLB) failed anyway */
-	HZ_FB_THP_UNAVAILABLE, /* THP disabled by sysfs or prctl */
-	HZ_FB_THP_SLOW,        /* fresh THP faulted slower than 4 KiB pages */
-	HZ_FB_RESERVE_FULL,    /* no room left in the reservation: next allocator */
-	HZ_FB_MAP_FAILED,      /* mapping the block failed: next allocator */
+#define HZ_FALLBACK(id, key, doc) HZ_FB_##id,
+#include "stats.def"
 	HZ_FB_COUNT
 };
 
+/* HUGEZERO_EXEC's work on executable text (exec/). */
+struct hz_exec_stats {
+#define HZ_STAT(group, name, key, type, unit, text, doc) \
+	HZ_STATS_PICK_##group(, uint64_t name;, )
+#include "stats.def"
+};
+
 struct hz_stats {
-	uint64_t blocks[HZ_BACKING_COUNT]; /* new blocks mapped, per backing */
+#define HZ_STAT_BACKINGS(count, bytes, key, doc) \
+	uint64_t count[HZ_BACKING_COUNT];        \
 	uint64_t bytes[HZ_BACKING_COUNT];
-	uint64_t fallbacks[HZ_FB_COUNT];
-	uint64_t mallocs;          /* large requests served (any entry point) */
-	uint64_t callocs;          /* large calloc calls */
-	uint64_t calloc_bytes;
-	uint64_t cleared_bytes;    /* bytes calloc zeroed itself (recycled blocks) */
-	uint64_t clear_ns;
-	uint64_t realloc_moved;    /* realloc moved with mremap, no copy */
-	uint64_t realloc_in_place;
-	uint64_t realloc_copied;   /* realloc had to copy (mremap refused) */
-	uint64_t cache_hits;       /* large requests served from the cache */
-	uint64_t cache_misses;     /* ... that needed a fresh block */
-	uint64_t cache_bytes;      /* bytes in the cache now (resident or not) */
-	uint64_t cache_released_bytes; /* given back by decay or eviction */
-	uint64_t prezeroed_bytes;  /* written by the pre-zero thread */
-	uint64_t prezero_ns;
-	uint64_t takeovers;        /* callocs that took a block mid-zeroing */
-	uint64_t prezero_starved;  /* times the thread paused, starved of CPU */
-	uint64_t takeovers_abandoned; /* ... given up: the thread was too slow */
-	uint64_t assisted_bytes;   /* of calloc's own clears, done by the thread */
-	uint64_t thp_demoted;      /* sparsely used blocks moved to 4 KiB pages */
-	uint64_t thp_promoted;     /* densely used ones moved back to THP */
-	uint64_t live_bytes;
-	uint64_t peak_bytes;
-	uint64_t mmaps_aligned;    /* anonymous mmaps made THP-aligned */
-	uint64_t mmap_bytes;
+#define HZ_STAT_FALLBACKS(name, key, doc) uint64_t name[HZ_FB_COUNT];
+#define HZ_STAT(group, name, key, type, unit, text, doc) \
+	HZ_STATS_PICK_##group(uint64_t name;, , )
+#include "stats.def"
+	struct hz_exec_stats exec;
 };
 
 extern struct hz_stats hz_stats;
 
 #define hz_stats_add(field, v) \
 	((void)__atomic_add_fetch(&hz_stats.field, (v), __ATOMIC_RELAXED))
+#define hz_exec_stat_add(field, v) hz_stats_add(exec.field, (v))
 
 void hz_stats_fallback(enum hz_fallback why);
 void hz_stats_live(int64_t delta); /* tracks live and peak bytes */
 
-const char *hz_backing_name(enum hz_backing b);
+/* A copy of every counter, each read atomically (the copy as a whole is
+ * not one instant: counters move while it is taken). */
+void hz_stats_snapshot(struct hz_stats *out);
+
+/* The JSON key of a fallback reason ("hugetlb_pool_short"), "?" if none. */
 const char *hz_fallback_name(enum hz_fallback f);
 
-/* Keep a private copy of stderr for the exit report: programs such as
- * coreutils close stderr in their atexit handlers, which run before
- * shared-library destructors. Call once at start-up. */
-void hz_stats_keep_stderr(void);
+/* ---- the table, for the reports ---- */
 
-/* Write the report HUGEZERO_STATS / HUGEZERO_STATS_FILE ask for, if any. */
-void hz_stats_report(void);
+enum hz_stat_kind {
+	HZ_STAT_KIND_LINE,      /* a line of the report starts (heading) */
+	HZ_STAT_KIND_VALUE,     /* one counter */
+	HZ_STAT_KIND_BACKINGS,  /* count and bytes arrays, per backing */
+	HZ_STAT_KIND_FALLBACKS, /* one array, per fallback reason */
+};
+enum hz_stat_group { HZ_STAT_GROUP_CORE, HZ_STAT_GROUP_EXEC, HZ_STAT_GROUP_JEMALLOC };
+enum hz_stat_type { HZ_STAT_TYPE_COUNTER, HZ_STAT_TYPE_GAUGE, HZ_STAT_TYPE_PEAK };
+enum hz_stat_unit { HZ_STAT_UNIT_COUNT, HZ_STAT_UNIT_BYTES, HZ_STAT_UNIT_NS };
+
+/* One row of stats.def; see there for what the strings mean. */
+struct hz_stat_row {
+	unsigned char kind;  /* enum hz_stat_kind */
+	unsigned char group; /* enum hz_stat_group */
+	unsigned char type;  /* enum hz_stat_type */
+	unsigned char unit;  /* enum hz_stat_unit */
+	unsigned char used_only; /* LINE: left out of the text while all 0 */
+	unsigned short at;   /* offset of the value (first element) in hz_stats */
+	unsigned short at2;  /* BACKINGS: offset of the bytes array */
+	const char *key;     /* JSON key; LINE: the text heading */
+	const char *text;    /* VALUE: text fragment, or NULL */
+	const char *doc;
+};
+
+extern const struct hz_stat_row hz_stat_rows[];
+extern const unsigned hz_stat_row_count;
+
+/* The counter at offset at (a row's at or at2, plus 8 per array index). */
+static inline uint64_t hz_stats_value(const struct hz_stats *s, unsigned at)
+{
+	return *(const uint64_t *)(const void *)((const char *)s + at);
+}
 
 #endif /* HZ_STATS_H */

@@ -1,5 +1,6 @@
-/* Applying HUGEZERO_EXEC to the process: at start-up, after each dlopen,
- * and the exit report. See exec.h. */
+/* Applying HUGEZERO_EXEC to the process: at start-up and after each
+ * dlopen; its counters and start-up folios for the exit report (report.c).
+ * See exec.h. */
 #include "exec.h"
 
 #include <dlfcn.h>
@@ -15,7 +16,10 @@
 #include "../options.h"
 #include "../prim/prim.h"
 
-struct hz_exec_stats hz_exec_stats;
+/* The text's folios at start-up, for the exit report; text_at_start_set
+ * (release) says it is filled. */
+static struct hz_folio_counts text_at_start;
+static int text_at_start_set;
 
 /* 1024 segments: about 500 objects (text is usually one segment each, two
  * with a separate .init/.plt). Objects past that are skipped, with a
@@ -158,9 +162,8 @@ void hz_exec_start(void)
 		hz_info("exec: pages are not 4 KiB here; executable text left alone");
 		return;
 	}
-	if (stats_wanted() &&
-	    hz_folios_text(0, &hz_exec_stats.before) == 0)
-		hz_exec_stats.have_before = true;
+	if (stats_wanted() && hz_folios_text(0, &text_at_start) == 0)
+		__atomic_store_n(&text_at_start_set, 1, __ATOMIC_RELEASE);
 	if (mode == HZ_EXEC_REMAP && hz_prim_thread_count(&threads) == 0 && threads > 1)
 		snprintf(why, sizeof(why), "%u threads already run", threads);
 	hz_exec_apply(mode, 0, why[0] == '\0', why);
@@ -330,70 +333,20 @@ void *hz_exec_dlopen(void *(*real_dlopen)(const char *, int), const char *file,
 	return handle;
 }
 
-/* ---- stats and the exit report ---- */
+/* ---- stats ---- */
 
 void hz_exec_stats_get(struct hz_exec_stats *out)
 {
-	memcpy(out, &hz_exec_stats, sizeof(*out));
+	struct hz_stats all;
+
+	hz_stats_snapshot(&all);
+	*out = all.exec;
 }
 
-static double mib(uint64_t bytes)
+int hz_exec_folios_at_start(struct hz_folio_counts *out)
 {
-	return (double)bytes / (1 << 20);
-}
-
-static double pct(uint64_t part, uint64_t whole)
-{
-	return whole ? 100.0 * (double)part / (double)whole : 0.0;
-}
-
-static void folio_line(char *buf, size_t size, const char *when,
-		       const struct hz_folio_counts *c)
-{
-	uint64_t unaligned = 0;
-
-	for (unsigned o = 1; o < HZ_FOLIO_ORDERS; o++)
-		unaligned += c->unaligned[o];
-	if (!c->precise) {
-		snprintf(buf, size,
-			 "exec folios %-6s %.1f of %.1f MiB resident; PMD-mapped %.1f%%; "
-			 "partial report: folio sizes need root (/proc/kpageflags)",
-			 when, mib(c->resident), mib(c->mapped), pct(c->pmd_mapped, c->mapped));
-		return;
-	}
-	snprintf(buf, size,
-		 "exec folios %-6s %.1f of %.1f MiB resident: 4K %.1f%%, aligned >=64K %.1f%% "
-		 "(2M %.1f%%), unaligned %.1f%%, partial %.1f%%, cont-64K %.1f%%",
-		 when, mib(c->resident), mib(c->mapped), pct(c->aligned[0], c->mapped),
-		 pct(hz_folio_counts_aligned_from(c, 4), c->mapped),
-		 pct(c->aligned[9], c->mapped), pct(unaligned, c->mapped),
-		 pct(c->partial, c->mapped), pct(c->cont64k, c->mapped));
-}
-
-void hz_exec_report(void (*line)(void *ctx, const char *text), void *ctx)
-{
-	struct hz_exec_stats s;
-	struct hz_folio_counts after;
-	char buf[320];
-
-	hz_exec_stats_get(&s);
-	snprintf(buf, sizeof(buf),
-		 "exec text       mode %s: %llu segments, %.1f MiB; advised %.1f MiB, "
-		 "left unaligned %.1f MiB, prewarmed %.1f MiB in %.1f ms, collapsed %.1f MiB, "
-		 "remapped %.1f MiB in %.1f ms (%llu left in place), perf map %llu lines",
-		 hz_exec_mode_name(hz_exec_mode()), (unsigned long long)s.segments,
-		 mib(s.text_bytes), mib(s.advised_bytes), mib(s.unaligned_bytes),
-		 mib(s.prewarmed_bytes), (double)s.prewarm_ns / 1e6, mib(s.collapsed_bytes),
-		 mib(s.remapped_bytes), (double)s.remap_ns / 1e6,
-		 (unsigned long long)s.remap_skipped, (unsigned long long)s.perfmap_lines);
-	line(ctx, buf);
-	if (s.have_before) {
-		folio_line(buf, sizeof(buf), "start", &s.before);
-		line(ctx, buf);
-	}
-	memset(&after, 0, sizeof(after));
-	if (hz_folios_text(0, &after) == 0) {
-		folio_line(buf, sizeof(buf), "now", &after);
-		line(ctx, buf);
-	}
+	if (!__atomic_load_n(&text_at_start_set, __ATOMIC_ACQUIRE))
+		return -ENODATA;
+	*out = text_at_start;
+	return 0;
 }

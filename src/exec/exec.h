@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "../range.h"
+#include "../stats.h"
 #include "folios.h"
 
 /* ---- entry points for the preload (src/preload) ---- */
@@ -202,32 +203,11 @@ int hz_exec_perfmap_write(const char *path, uintptr_t base,
 void hz_exec_apply(enum hz_exec_mode mode, unsigned first_object, bool remap_ok,
 		   const char *why_not);
 
-struct hz_exec_stats {
-	uint64_t segments;        /* executable segments seen */
-	uint64_t text_bytes;
-	uint64_t advised_bytes;   /* MADV_HUGEPAGE applied */
-	uint64_t unaligned_bytes; /* not congruent modulo 64 KiB: left alone */
-	uint64_t prewarmed_bytes; /* read through a throwaway mapping */
-	uint64_t prewarm_ns;
-	uint64_t collapsed_bytes;
-	uint64_t remapped_bytes;
-	uint64_t remap_ns;
-	uint64_t remap_skipped;   /* segments remap left in place */
-	uint64_t dlopens;         /* hz_exec_dlopen calls that loaded objects */
-	uint64_t perfmap_lines;
-	bool have_before;
-	struct hz_folio_counts before; /* text folios at start-up (stats on) */
-};
-
+/* A copy of the counters (struct hz_exec_stats, stats.def). */
 void hz_exec_stats_get(struct hz_exec_stats *out);
 
-/* The exit report: one call of line() per line of text. Measures the text
- * folios now ("after") when coverage can be read. */
-void hz_exec_report(void (*line)(void *ctx, const char *text), void *ctx);
-
-/* Internal counters, updated with relaxed atomics. */
-extern struct hz_exec_stats hz_exec_stats;
-#define hz_exec_stat_add(field, v) \
-	((void)__atomic_add_fetch(&hz_exec_stats.field, (v), __ATOMIC_RELAXED))
+/* The text's folios at start-up, measured when stats were asked for:
+ * returns 0 and fills *out, or -ENODATA when they were not measured. */
+int hz_exec_folios_at_start(struct hz_folio_counts *out);
 
 #endif /* HZ_EXEC_H */

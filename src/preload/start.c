@@ -12,7 +12,7 @@
 #include "../log.h"
 #include "../options.h"
 #include "../recycle.h"
-#include "../stats.h"
+#include "../report.h"
 #include "preload.h"
 
 enum { NEW, STARTING, READY };
@@ -111,7 +111,7 @@ static void start(hz_resolve_fn resolve)
 	hz_exec_start();
 	/* The exit report is written whatever becomes of the reservation:
 	 * HUGEZERO_STATS_FILE users get a file either way. */
-	hz_stats_keep_stderr();
+	hz_report_keep_stderr();
 	__atomic_store_n(&reporting, 1, __ATOMIC_RELEASE);
 	ret = hz_blocks_init();
 	if (ret != 0 && hz_blocks_reservation_size() == 0) {
@@ -161,5 +161,5 @@ HZ_PRIVATE_API void hz_preload_start(hz_resolve_fn resolve)
 HZ_PRIVATE_API void hz_preload_exit(void)
 {
 	if (__atomic_load_n(&reporting, __ATOMIC_ACQUIRE))
-		hz_stats_report();
+		hz_report_exit();
 }

@@ -32,7 +32,7 @@
 #include <cmocka.h>
 
 #include "options.h"
-#include "stats.h"
+#include "report.h"
 
 /* The privileged identity the copy takes: daemon, neither root nor the
  * caller. */
@@ -49,7 +49,7 @@ static int report(void)
 		       (unsigned long long)hz_option_u64(id), hz_option_str(id));
 	fflush(stdout);
 	/* What the preload does at exit. */
-	hz_stats_report();
+	hz_report_exit();
 	return 0;
 }
 

@@ -4,7 +4,7 @@
  * report (HUGEZERO_STATS=1) is not inherited by programs the host execs.
  *
  * Each case runs twice: in this process (hugezero's core linked
- * statically, hz_stats_report called directly) and end to end, with
+ * statically, hz_report_exit called directly) and end to end, with
  * /bin/true under libhugezero-preload.so (HZ_PRELOAD) writing its report at
  * exit. */
 #include <stdarg.h>
@@ -22,7 +22,7 @@
 
 #include "options.h"
 #include "prim/prim.h"
-#include "stats.h"
+#include "report.h"
 
 static char dir[64];
 static const char *preload;
@@ -65,7 +65,7 @@ static void report_to(const char *path)
 {
 	assert_int_equal(setenv("HUGEZERO_STATS_FILE", path, 1), 0);
 	hz_options_reload();
-	hz_stats_report();
+	hz_report_exit();
 	unsetenv("HUGEZERO_STATS_FILE");
 	hz_options_reload();
 }
