@@ -28,6 +28,13 @@ struct hz_exec_stats {
 #include "stats.def"
 };
 
+/* The jemalloc extent hooks' work (jemalloc/hooks.c). */
+struct hz_jemalloc_counters {
+#define HZ_STAT(group, name, key, type, unit, text, doc) \
+	HZ_STATS_PICK_##group(, , uint64_t name;)
+#include "stats.def"
+};
+
 struct hz_stats {
 #define HZ_STAT_BACKINGS(count, bytes, key, doc) \
 	uint64_t count[HZ_BACKING_COUNT];        \
@@ -37,6 +44,7 @@ struct hz_stats {
 	HZ_STATS_PICK_##group(uint64_t name;, , )
 #include "stats.def"
 	struct hz_exec_stats exec;
+	struct hz_jemalloc_counters jemalloc;
 };
 
 extern struct hz_stats hz_stats;
@@ -44,6 +52,7 @@ extern struct hz_stats hz_stats;
 #define hz_stats_add(field, v) \
 	((void)__atomic_add_fetch(&hz_stats.field, (v), __ATOMIC_RELAXED))
 #define hz_exec_stat_add(field, v) hz_stats_add(exec.field, (v))
+#define hz_jemalloc_stat_add(field, v) hz_stats_add(jemalloc.field, (v))
 
 void hz_stats_fallback(enum hz_fallback why);
 void hz_stats_live(int64_t delta); /* tracks live and peak bytes */

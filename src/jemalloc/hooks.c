@@ -36,6 +36,7 @@
 #include "hooks.h"
 #include "pages.h"
 #include "prim/prim.h"
+#include "stats.h"
 
 static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size,
 			size_t alignment, bool *zero, bool *commit, unsigned arena_ind)
@@ -47,13 +48,18 @@ static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size,
 	(void)hooks;
 	/* Refuse retained growth (see the top of this file): jemalloc then
 	 * asks again for exactly the size it needs. */
-	if (new_addr == NULL && !*commit)
+	if (new_addr == NULL && !*commit) {
+		hz_jemalloc_stat_add(growth_refused, 1);
 		return NULL;
+	}
 	if (hz_extents_alloc(arena_ind, (uintptr_t)new_addr, size, alignment, *zero,
 			     &p, &zeroed) != 0) {
+		hz_jemalloc_stat_add(alloc_failed, 1);
 		errno = saved;
 		return NULL;
 	}
+	hz_jemalloc_stat_add(extents, 1);
+	hz_jemalloc_stat_add(extent_bytes, size);
 	*zero = zeroed;
 	*commit = true;
 	errno = saved;
@@ -69,6 +75,8 @@ static bool hook_dalloc(extent_hooks_t *hooks, void *addr, size_t size,
 	(void)hooks, (void)committed, (void)arena_ind;
 	/* Not ours: let jemalloc retain it (what its default hook does). */
 	opt_out = hz_extents_free((uintptr_t)addr, size, false) != 0;
+	if (!opt_out)
+		hz_jemalloc_stat_add(returned_bytes, size);
 	errno = saved;
 	return opt_out;
 }
@@ -81,7 +89,9 @@ static void hook_destroy(extent_hooks_t *hooks, void *addr, size_t size,
 	(void)hooks, (void)committed, (void)arena_ind;
 	/* Not ours and not in the reservation: jemalloc's own mmap, which its
 	 * default hook unmaps. */
-	if (hz_extents_free((uintptr_t)addr, size, true) != 0 && !hz_blocks_owns(addr))
+	if (hz_extents_free((uintptr_t)addr, size, true) == 0)
+		hz_jemalloc_stat_add(returned_bytes, size);
+	else if (!hz_blocks_owns(addr))
 		hz_prim_munmap(addr, size);
 	errno = saved;
 }
@@ -116,6 +126,7 @@ static bool hook_decommit(extent_hooks_t *hooks, void *addr, size_t size,
 	(void)hooks, (void)size, (void)arena_ind;
 	if (hz_extents_find(at, length, &b) == 0) {
 		hz_pages_purge(b, at, length);
+		hz_jemalloc_stat_add(purged_bytes, length);
 		opt_out = false;
 	}
 	errno = saved;
@@ -139,6 +150,8 @@ static bool hook_purge_lazy(extent_hooks_t *hooks, void *addr, size_t size,
 		opt_out = hz_prim_madvise((void *)at, length, MADV_FREE) != 0;
 	else
 		opt_out = true;
+	if (ret == 0 && !opt_out)
+		hz_jemalloc_stat_add(purged_bytes, length);
 	errno = saved;
 	return opt_out;
 }
@@ -157,6 +170,7 @@ static bool hook_purge_forced(extent_hooks_t *hooks, void *addr, size_t size,
 	ret = hz_extents_find(at, length, &b);
 	if (ret == 0) {
 		hz_pages_purge(b, at, length);
+		hz_jemalloc_stat_add(purged_bytes, length);
 		opt_out = false;
 	} else if (ret == -ENOENT) {
 		/* jemalloc's default: private anonymous memory reads zero
