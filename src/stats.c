@@ -16,29 +16,30 @@ _Static_assert(sizeof(struct hz_stats) <= 0xffff, "offsets fit hz_stat_row.at");
 #define WHEN_ALWAYS 0
 #define WHEN_USED 1
 
-#define AT(group, name) offsetof(struct hz_stats, HZ_STATS_PICK_##group(name, exec.name, jemalloc.name))
+#define AT(group, name) \
+	offsetof(struct hz_stats, HZ_STATS_PICK_##group(name, exec.name, jemalloc.name))
 
 const struct hz_stat_row hz_stat_rows[] = {
-#define HZ_STATS_LINE(group_, heading, when)                                 \
-	{ .kind = HZ_STAT_KIND_LINE, .group = HZ_STAT_GROUP_##group_, .key = heading, \
-	  .used_only = WHEN_##when },
-#define HZ_STAT(group_, name, key_, type_, unit_, text_, doc_)                        \
-	{ .kind = HZ_STAT_KIND_VALUE, .group = HZ_STAT_GROUP_##group_,                \
-	  .type = HZ_STAT_TYPE_##type_, .unit = HZ_STAT_UNIT_##unit_, .at = AT(group_, name), \
-	  .key = key_, .text = text_, .doc = doc_ },
-#define HZ_STAT_BACKINGS(count, bytes, key_, doc_)                                  \
-	{ .kind = HZ_STAT_KIND_BACKINGS, .at = offsetof(struct hz_stats, count),     \
-	  .at2 = offsetof(struct hz_stats, bytes), .key = key_, .doc = doc_ },
-#define HZ_STAT_FALLBACKS(name, key_, doc_)                                          \
+#define HZ_STATS_LINE(group_, heading, when)                            \
+	{ .kind = HZ_STAT_KIND_LINE, .group = HZ_STAT_GROUP_##group_,   \
+	  .used_only = WHEN_##when, .key = (heading) },
+#define HZ_STAT(group_, name, key_, type_, unit_, text_, doc_)          \
+	{ .kind = HZ_STAT_KIND_VALUE, .group = HZ_STAT_GROUP_##group_,  \
+	  .type = HZ_STAT_TYPE_##type_, .unit = HZ_STAT_UNIT_##unit_,   \
+	  .at = AT(group_, name), .key = (key_), .text = (text_), .doc = (doc_) },
+#define HZ_STAT_BACKINGS(count, bytes, key_, doc_)                      \
+	{ .kind = HZ_STAT_KIND_BACKINGS, .at = offsetof(struct hz_stats, count), \
+	  .at2 = offsetof(struct hz_stats, bytes), .key = (key_), .doc = (doc_) },
+#define HZ_STAT_FALLBACKS(name, key_, doc_)                             \
 	{ .kind = HZ_STAT_KIND_FALLBACKS, .at = offsetof(struct hz_stats, name), \
-	  .key = key_, .doc = doc_ },
+	  .key = (key_), .doc = (doc_) },
 #include "stats.def"
 };
 
 const unsigned hz_stat_row_count = sizeof(hz_stat_rows) / sizeof(hz_stat_rows[0]);
 
 static const char *const fallback_names[HZ_FB_COUNT] = {
-#define HZ_FALLBACK(id, key, doc) [HZ_FB_##id] = key,
+#define HZ_FALLBACK(id, key, doc) [HZ_FB_##id] = (key),
 #include "stats.def"
 };
 
