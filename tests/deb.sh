@@ -2,7 +2,7 @@
 # Build the Debian packages from a clean copy of the tree (debian/), install
 # them with dpkg, use them as a user would (hugezero run on numpy, pkg-config,
 # the man pages), run lintian, then purge them so the machine is as before.
-# usage: tests/deb.sh   (as root: it installs packages; about a minute)
+# usage: tests/deb.sh   (as root: it installs packages; a minute on an idle 2-vCPU machine)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/deps.sh
@@ -23,12 +23,13 @@ done
 # The build dependencies (debian/control), the tools, and numpy for the run.
 need_packages build-essential dpkg-dev debhelper meson ninja-build pkg-config \
 	libcmocka-dev libjemalloc-dev lintian man-db python3-numpy
-unset LD_PRELOAD
+# The checks are a user's default environment.
+unset LD_PRELOAD MANPATH
 
 work=$(mktemp -d)
 purge=0
 cleanup() {
-	[ "$purge" -eq 1 ] && dpkg --purge "${ours[@]}" >/dev/null
+	if [ "$purge" -eq 1 ]; then dpkg --purge "${ours[@]}" >/dev/null; fi
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -121,8 +122,11 @@ fi
 
 for page in "1 hugezero" "7 hugezero" "1 hugezero-folios" "1 hugezero-prewarm"; do
 	# shellcheck disable=SC2086 # section and name
-	text=$(MANWIDTH=80 man -P cat $page 2>&1) || fail "man $page: $text"
-	grep -q '^NAME' <<<"$text" || fail "man $page shows no page"
+	if text=$(MANWIDTH=80 man -P cat $page 2>&1); then
+		grep -q '^NAME' <<<"$text" || fail "man $page shows no page"
+	else
+		fail "man $page: $text"
+	fi
 done
 
 echo "== deb: lintian"
