@@ -1,7 +1,7 @@
 /* A hugetlb cgroup with hugetlb.2MB.max = 0 (what Kubernetes sets for
  * every pod that requests no huge pages) on a host whose 2 MiB pool has
  * free pages: the program's first write to a 64 MiB malloc must not get
- * SIGBUS. glibc never uses the pool. Root only: the case raises
+ * SIGBUS (64 MiB, or what the pool holds). glibc never uses the pool. Root only: the case raises
  * vm.nr_hugepages (restored at the end, at exit and on signals) and
  * creates the cgroup. */
 #include "cgroup.h"
@@ -11,26 +11,42 @@
 
 #define NR_PATH "/proc/sys/vm/nr_hugepages"
 #define POOL_DIR "/sys/kernel/mm/hugepages/hugepages-2048kB"
-#define BLOCK (64 * MiB)
-/* 40 pages, 80 MiB: the whole block fits in the pool with room left. */
+/* 64 MiB, or less when the kernel finds fewer free 2 MiB pages (memory
+ * fragments on a busy machine): the block must fit in the pool's free
+ * pages, or no allocator would take it from the pool and the case would
+ * prove nothing. 40 pages, 80 MiB: a 64 MiB block with room left. */
+#define BLOCK_MAX (64 * MiB)
+#define BLOCK_MIN (8 * MiB)
 #define POOL_RAISE 40
 
 static int workload(void)
 {
-	char *p = malloc(BLOCK);
+	const char *env = getenv("HOSTILE_BLOCK");
+	size_t len = env ? strtoull(env, NULL, 10) : BLOCK_MAX;
+	long long left = hostile_read_ll(POOL_DIR "/free_hugepages") -
+			 hostile_read_ll(POOL_DIR "/resv_hugepages");
+	char *p;
+
+	/* Other programs may set vm.nr_hugepages too (other test runs). */
+	if (left < (long long)(len / (2 * MiB)))
+		SKIP("the pool shrank to %lld free pages before the malloc: someone else "
+		     "changed vm.nr_hugepages", left);
+	p = malloc(len);
 
 	CHECK(p != NULL, "malloc");
-	hostile_fill(p, BLOCK, 1);
-	CHECK(hostile_check(p, BLOCK, 1) == BLOCK, "the block does not keep its bytes");
+	hostile_fill(p, len, 1);
+	CHECK(hostile_check(p, len, 1) == len, "the block does not keep its bytes");
 	free(p);
-	hostile_use_new_block(BLOCK, true);
-	puts("64 MiB written");
+	hostile_use_new_block(len, true);
+	puts("the block was written and read back");
 	return 0;
 }
 
-static void raise_pool(void)
+/* Raise the pool; the block size that fits in its free pages. */
+static size_t raise_pool(void)
 {
-	long long nr = hostile_read_ll(NR_PATH), free_pages, resv;
+	long long nr = hostile_read_ll(NR_PATH), free_pages = 0, resv = 0;
+	size_t fits;
 	char text[32];
 
 	CHECK(nr >= 0, "cannot read %s", NR_PATH);
@@ -46,20 +62,22 @@ static void raise_pool(void)
 		      strerror(errno));
 		free_pages = hostile_read_ll(POOL_DIR "/free_hugepages");
 		resv = hostile_read_ll(POOL_DIR "/resv_hugepages");
-		if (free_pages - resv >= (long long)(BLOCK / (2 * MiB)))
+		if (free_pages - resv >= (long long)(BLOCK_MAX / (2 * MiB)))
 			break;
 	}
-	if (free_pages - resv < (long long)(BLOCK / (2 * MiB))) {
+	fits = free_pages > resv ? (size_t)(free_pages - resv) * 2 * MiB : 0;
+	if (fits < BLOCK_MIN) {
 		hostile_undo_all();
 		SKIP("the kernel found only %lld free 2 MiB pages (memory fragmented)",
 		     free_pages - resv);
 	}
+	return fits < BLOCK_MAX ? fits : BLOCK_MAX;
 }
 
 int main(int argc, char **argv)
 {
 	struct cgroup cg;
-	char why[256];
+	char why[256], block[32];
 	int ret;
 
 	if (argc == 2 && strcmp(argv[1], "inside") == 0)
@@ -74,7 +92,9 @@ int main(int argc, char **argv)
 	}
 	CHECK(cgroup_set(&cg, cg.v2 ? "hugetlb.2MB.max" : "hugetlb.2MB.limit_in_bytes", "0") == 0,
 	      "hugetlb limit: %s", strerror(errno));
-	raise_pool();
+	snprintf(block, sizeof(block), "%zu", raise_pool());
+	NOTE("a block of %s bytes", block);
+	setenv("HOSTILE_BLOCK", block, 1);
 	ret = cgroup_run_inside(&cg, "/proc/self/exe");
 	hostile_undo_all();
 	return ret;
