@@ -77,7 +77,10 @@ static int nohugepage(void)
  * its bytes. */
 static int dontneed(void)
 {
-	char *p = block();
+	char *p;
+
+	hostile_skip_if_hugetlb_pool();
+	p = block();
 
 	CHECK(madvise(p + MiB, 2 * MiB, MADV_DONTNEED) == 0, "madvise: %s", strerror(errno));
 	CHECK(hostile_first_nonzero(p + MiB, 2 * MiB) == 2 * MiB, "dropped pages not zero");
@@ -90,7 +93,10 @@ static int dontneed(void)
 /* MADV_FREE'd pages may read old bytes or zero until written again. */
 static int lazy_free(void)
 {
-	char *p = block();
+	char *p;
+
+	hostile_skip_if_hugetlb_pool();
+	p = block();
 
 	CHECK(madvise(p + MiB, 4 * MiB, MADV_FREE) == 0, "madvise: %s", strerror(errno));
 	memset(p + 2 * MiB, 3, PAGE);

@@ -252,6 +252,22 @@ int hostile_write(const char *path, const char *text)
 	return close(fd) == 0 && w == n ? 0 : -1;
 }
 
+void hostile_skip_if_hugetlb_pool(void)
+{
+	const char *dir = "/sys/kernel/mm/hugepages/hugepages-2048kB";
+	char path[96];
+	long long free_pages, resv;
+
+	snprintf(path, sizeof(path), "%s/free_hugepages", dir);
+	free_pages = hostile_read_ll(path);
+	snprintf(path, sizeof(path), "%s/resv_hugepages", dir);
+	resv = hostile_read_ll(path);
+	if (free_pages > 0 && free_pages > resv)
+		SKIP("the 2 MiB hugetlb pool has %lld free pages (vm.nr_hugepages), where "
+		     "blocks may be hugetlb memory: the hugetlb_pool_* cases cover that",
+		     free_pages - resv);
+}
+
 /* ---- undo: prepared in advance, so the signal handler only calls open,
  * write, close and rmdir (async-signal-safe) ---- */
 

@@ -6,7 +6,9 @@
  * A case's protocol with run.sh:
  * - exit 0 when every check held; a failed CHECK prints why on stderr and
  *   exits 1; a case that cannot run here prints "SKIP: reason" on stdout
- *   and exits 77 (run.sh then skips without running the other side);
+ *   and exits 77 (run.sh then skips without running the other side). A
+ *   skip in the preload run only is a difference, unless its reason starts
+ *   "environment changed: " (another process took what the case needs);
  * - what it prints on stdout is its result, compared between the two runs;
  *   a line "baseline NAME VALUE" is the glibc run's measurement, handed to
  *   the preload run as HOSTILE_BASELINE_NAME (hostile_baseline) and not
@@ -111,6 +113,11 @@ int hostile_temp_file(size_t len, unsigned char byte);
 void hostile_undo_write(const char *path, const char *text);
 void hostile_undo_rmdir(const char *path);
 void hostile_undo_all(void);
+
+/* Skip when the 2 MiB hugetlb pool has free pages: a block may then be
+ * hugetlb memory, which takes madvise and mprotect only in whole 2 MiB
+ * pages. For cases about something else; hugetlb.c covers the pool. */
+void hostile_skip_if_hugetlb_pool(void);
 
 /* Read a file holding one number; -1 on failure. Write text; 0 or -1. */
 long long hostile_read_ll(const char *path);

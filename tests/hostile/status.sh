@@ -25,7 +25,7 @@ hostile_case() { # name registered|broken command...
 	HOSTILE_TIMEOUT=${HOSTILE_TIMEOUT:-150} bash "$here/run.sh" "$hostile_preload" "$@" >"$out" 2>&1
 	case $? in
 	0) verdict=yes ;;
-	77) verdict="skipped: $(grep -m1 'SKIP' "$out" | sed 's/^[^]]*\] [^:]*: //')" ;;
+	77) verdict="skipped: $(grep -m1 'SKIP' "$out" | sed 's/^[^]]*\] [^:(]*//; s/^: //')" ;;
 	*) verdict="**no**" ;;
 	esac
 	glibc=$(sed -n 's/^glibc: *//p' "$out")
