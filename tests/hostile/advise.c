@@ -1,0 +1,196 @@
+/* madvise and userfaultfd by the program on its own block. Advice that
+ * changes the mapping (dump, merge, huge pages, guard regions, a
+ * userfaultfd) goes away with glibc's munmap at free: the next owner gets
+ * a plain mapping. Advice that drops contents (DONTNEED, FREE, PAGEOUT)
+ * must leave calloc's promise intact. */
+#include "hostile.h"
+
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define BLOCK (8 * MiB)
+#define PAGE 4096
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+#ifndef MADV_PAGEOUT
+#define MADV_PAGEOUT 21
+#endif
+
+static char *block(void)
+{
+	void *p = NULL;
+
+	CHECK(posix_memalign(&p, PAGE, BLOCK) == 0, "posix_memalign");
+	hostile_fill(p, BLOCK, 1);
+	return p;
+}
+
+/* The next block malloc gives is writable and has no VmFlags flag. */
+static void next_block_lacks(const char *flag)
+{
+	char *q = malloc(BLOCK);
+
+	CHECK(q != NULL, "malloc");
+	hostile_fill(q, BLOCK, 2);
+	CHECK(!hostile_vmflag(q, BLOCK, flag), "the new block has VmFlags %s", flag);
+	free(q);
+	q = calloc(1, BLOCK);
+	CHECK(q != NULL && hostile_first_nonzero(q, BLOCK) == BLOCK, "calloc not zero");
+	CHECK(!hostile_vmflag(q, BLOCK, flag), "the new calloc block has VmFlags %s", flag);
+	free(q);
+}
+
+static int advised_then_freed(int advice, const char *name, const char *flag)
+{
+	char *p = block();
+
+	if (madvise(p, BLOCK, advice) != 0)
+		SKIP("madvise(%s) is not available here: %s", name, strerror(errno));
+	CHECK(hostile_vmflag(p, BLOCK, flag), "madvise(%s) did not set VmFlags %s", name, flag);
+	free(p);
+	next_block_lacks(flag);
+	return 0;
+}
+
+static int dontdump(void)
+{
+	return advised_then_freed(MADV_DONTDUMP, "MADV_DONTDUMP", "dd");
+}
+
+static int mergeable(void)
+{
+	return advised_then_freed(MADV_MERGEABLE, "MADV_MERGEABLE", "mg");
+}
+
+static int nohugepage(void)
+{
+	return advised_then_freed(MADV_NOHUGEPAGE, "MADV_NOHUGEPAGE", "nh");
+}
+
+/* Dropped pages of private anonymous memory read zero; the rest keeps
+ * its bytes. */
+static int dontneed(void)
+{
+	char *p;
+
+	hostile_skip_if_hugetlb_pool();
+	p = block();
+
+	CHECK(madvise(p + MiB, 2 * MiB, MADV_DONTNEED) == 0, "madvise: %s", strerror(errno));
+	CHECK(hostile_first_nonzero(p + MiB, 2 * MiB) == 2 * MiB, "dropped pages not zero");
+	CHECK(hostile_check(p, MiB, 1) == MiB, "the bytes before changed");
+	free(p);
+	hostile_use_new_block(BLOCK, true);
+	return 0;
+}
+
+/* MADV_FREE'd pages may read old bytes or zero until written again. */
+static int lazy_free(void)
+{
+	char *p;
+
+	hostile_skip_if_hugetlb_pool();
+	p = block();
+
+	CHECK(madvise(p + MiB, 4 * MiB, MADV_FREE) == 0, "madvise: %s", strerror(errno));
+	memset(p + 2 * MiB, 3, PAGE);
+	free(p);
+	hostile_use_new_block(BLOCK, true);
+	hostile_use_new_block(BLOCK, false);
+	return 0;
+}
+
+/* Paged out to swap: not resident, still holding the program's bytes. */
+static int pageout(void)
+{
+	char *p = block(), *q;
+
+	if (hostile_read_ll("/proc/sys/vm/swappiness") < 0 || hostile_status_bytes("VmSwap:") < 0)
+		SKIP("no swap accounting here");
+	CHECK(madvise(p, BLOCK, MADV_PAGEOUT) == 0 || errno == EINVAL, "madvise: %s",
+	      strerror(errno));
+	if (hostile_status_bytes("VmSwap:") == 0)
+		SKIP("MADV_PAGEOUT swapped nothing out (no swap device)");
+	CHECK(hostile_check(p, BLOCK, 1) == BLOCK, "the paged-out bytes came back wrong");
+	CHECK(madvise(p, BLOCK, MADV_PAGEOUT) == 0, "madvise: %s", strerror(errno));
+	free(p);
+	q = calloc(1, BLOCK);
+	CHECK(q && hostile_first_nonzero(q, BLOCK) == BLOCK, "calloc not zero");
+	free(q);
+	return 0;
+}
+
+/* Guard regions (Linux 6.13): no VMA change, and MADV_DONTNEED keeps them;
+ * munmap removes them. */
+static int guard_regions(void)
+{
+	char *p = block();
+
+	if (madvise(p, PAGE, MADV_GUARD_INSTALL) != 0)
+		SKIP("MADV_GUARD_INSTALL is not available here: %s", strerror(errno));
+	CHECK(madvise(p + BLOCK - PAGE, PAGE, MADV_GUARD_INSTALL) == 0, "madvise: %s",
+	      strerror(errno));
+	free(p);
+	hostile_use_new_block(BLOCK, false);
+	hostile_use_new_block(BLOCK, true);
+	return 0;
+}
+
+static int open_userfaultfd(void)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	long fd = syscall(SYS_userfaultfd, O_CLOEXEC);
+
+	if (fd < 0) /* unprivileged and vm.unprivileged_userfaultfd=0 */
+		fd = syscall(SYS_userfaultfd, O_CLOEXEC | 1 /* UFFD_USER_MODE_ONLY */);
+	if (fd < 0)
+		SKIP("userfaultfd is not allowed here: %s", strerror(errno));
+	CHECK(ioctl((int)fd, UFFDIO_API, &api) == 0, "UFFDIO_API: %s", strerror(errno));
+	return (int)fd;
+}
+
+/* A block registered for missing-page faults (no one serves them: the
+ * program has stopped using it) and freed without unregistering. A fault
+ * on it would wait forever: the alarm turns that into a signal. */
+static int userfaultfd_registered(void)
+{
+	void *p = NULL;
+	int fd = open_userfaultfd();
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+
+	CHECK(posix_memalign(&p, PAGE, BLOCK) == 0, "posix_memalign");
+	reg.range.start = (uintptr_t)p;
+	reg.range.len = BLOCK;
+	CHECK(ioctl(fd, UFFDIO_REGISTER, &reg) == 0, "UFFDIO_REGISTER: %s", strerror(errno));
+	free(p);
+	alarm(10);
+	hostile_use_new_block(BLOCK, false);
+	hostile_use_new_block(BLOCK, true);
+	usleep(300 * 1000);
+	hostile_use_new_block(BLOCK, true);
+	close(fd);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct hostile_variant variants[] = {
+		{ "dontdump", dontdump },
+		{ "mergeable", mergeable },
+		{ "nohugepage", nohugepage },
+		{ "dontneed", dontneed },
+		{ "free", lazy_free },
+		{ "pageout", pageout },
+		{ "guard", guard_regions },
+		{ "userfaultfd", userfaultfd_registered },
+		{ NULL, NULL },
+	};
+
+	return hostile_main(argc, argv, variants);
+}

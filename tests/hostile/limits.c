@@ -1,0 +1,109 @@
+/* Limits a program sets on itself at run time, and what it can see of its
+ * own address space. glibc takes address space as it needs it, so a limit
+ * with ample room for what the program uses works, and VmSize is about
+ * what is mapped. No root needed. */
+#include "hostile.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+static void *thread_main(void *arg)
+{
+	return arg;
+}
+
+/* setrlimit(RLIMIT_AS, 4 GiB) with a few MiB in use: small and large
+ * blocks and a thread (an 8 MiB stack) still fit. */
+static int as_lowered(void)
+{
+	struct rlimit rl;
+	char *small;
+	pthread_t t;
+	void *ret;
+	int err;
+
+	CHECK(getrlimit(RLIMIT_AS, &rl) == 0, "getrlimit");
+	rl.rlim_cur = 4 * GiB;
+	CHECK(setrlimit(RLIMIT_AS, &rl) == 0, "setrlimit: %s", strerror(errno));
+	small = malloc(MiB);
+	CHECK(small != NULL, "malloc(1 MiB) under a 4 GiB RLIMIT_AS: %s", strerror(errno));
+	memset(small, 1, MiB);
+	err = pthread_create(&t, NULL, thread_main, small);
+	CHECK(err == 0, "pthread_create under a 4 GiB RLIMIT_AS: %s", strerror(err));
+	CHECK(pthread_join(t, &ret) == 0 && ret == small, "pthread_join");
+	free(small);
+	hostile_use_new_block(64 * MiB, false);
+	hostile_use_new_block(256 * MiB, true);
+	return 0;
+}
+
+/* VmSize right after start-up, against the glibc run's. */
+static int vmsize(void)
+{
+	long long size = hostile_status_bytes("VmSize:"), glibc = hostile_baseline("vmsize");
+
+	CHECK(size > 0, "no VmSize in /proc/self/status");
+	if (glibc < 0) {
+		hostile_print_baseline("vmsize", size);
+		return 0;
+	}
+	CHECK(llabs(size - glibc) <= (long long)(16 * MiB),
+	      "VmSize %lld MiB right after start-up, glibc's %lld MiB", size >> 20, glibc >> 20);
+	return 0;
+}
+
+static int count_open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	CHECK(d != NULL, "opendir: %s", strerror(errno));
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n - 2; /* . and .. */
+}
+
+/* Every descriptor used up: large allocations still work and take no
+ * descriptor of the program's, and none is left open afterwards. */
+static int nofile_exhausted(void)
+{
+	struct rlimit rl = { 32, 32 };
+	int fds[32], n = 0, fd;
+	char *p;
+
+	CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0, "setrlimit: %s", strerror(errno));
+	while (n < 32 && (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+		fds[n++] = fd;
+	CHECK(n < 32 && errno == EMFILE, "expected EMFILE after %d opens: %s", n, strerror(errno));
+	for (size_t mib = 4; mib <= 64; mib *= 2)
+		hostile_use_new_block(mib * MiB, mib % 8 == 0);
+	p = malloc(4 * MiB);
+	CHECK(p != NULL, "malloc");
+	hostile_fill(p, 4 * MiB, 3);
+	p = realloc(p, 40 * MiB);
+	CHECK(p != NULL && hostile_check(p, 4 * MiB, 3) == 4 * MiB, "realloc");
+	free(p);
+	close(fds[n - 1]);
+	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	CHECK(fd == fds[n - 1], "the freed descriptor %d went elsewhere (%d)", fds[n - 1], fd);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	printf("open descriptors at the end: %d\n", count_open_fds());
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct hostile_variant variants[] = {
+		{ "as_lowered", as_lowered },
+		{ "vmsize", vmsize },
+		{ "nofile", nofile_exhausted },
+		{ NULL, NULL },
+	};
+
+	return hostile_main(argc, argv, variants);
+}

@@ -1,0 +1,131 @@
+/* The program maps something of its own with MAP_FIXED over part of a
+ * block (a file view placed in a buffer, a shared region): its own
+ * mapping, which it may unmap, and which glibc's free unmaps along with
+ * the block. The block's next owner must get zeroed anonymous memory, and
+ * the file behind a shared view must never be written by anyone but the
+ * program. */
+#include "hostile.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define BLOCK (8 * MiB)
+#define VIEW_AT (2 * MiB)
+#define VIEW (3 * MiB)
+#define FILE_LEN (4 * MiB)
+#define WRITTEN MiB /* what the program writes through a shared view */
+
+/* A buffer reserved for the view: the program writes nothing else. */
+static char *block(void)
+{
+	void *p = NULL;
+
+	CHECK(posix_memalign(&p, 4096, BLOCK) == 0, "posix_memalign");
+	return p;
+}
+
+static char *map_over(char *p, int flags, int fd)
+{
+	char *v = mmap(p + VIEW_AT, VIEW, PROT_READ | PROT_WRITE, flags | MAP_FIXED, fd, 0);
+
+	CHECK(v == p + VIEW_AT, "mmap(MAP_FIXED) over the block: %s", strerror(errno));
+	return v;
+}
+
+/* The file holds WRITTEN bytes of 0xcd, then 0xab: what the program put
+ * there, nothing else. */
+static void file_is_intact(int fd)
+{
+	static unsigned char buf[64 * 1024];
+
+	for (size_t off = 0; off < FILE_LEN; off += sizeof(buf)) {
+		unsigned char want = off < WRITTEN ? 0xcd : 0xab;
+
+		CHECK(pread(fd, buf, sizeof(buf), (off_t)off) == (ssize_t)sizeof(buf), "pread");
+		for (size_t i = 0; i < sizeof(buf); i++)
+			CHECK(buf[i] == want, "the file has %#x at offset %zu, not %#x", buf[i],
+			      off + i, want);
+	}
+}
+
+static int private_file_view(void)
+{
+	int fd = hostile_temp_file(FILE_LEN, 0xab);
+	char *p = block(), *v = map_over(p, MAP_PRIVATE, fd);
+
+	CHECK(v[0] == (char)0xab && v[VIEW - 1] == (char)0xab, "the view does not show the file");
+	v[0] = 1; /* a private copy of one page */
+	free(p);
+	hostile_use_new_block(BLOCK, true);
+	hostile_use_new_block(BLOCK, false);
+	close(fd);
+	return 0;
+}
+
+static char *shared_view_written(char *p, int fd)
+{
+	char *v = map_over(p, MAP_SHARED, fd);
+
+	memset(v, 0xcd, WRITTEN);
+	CHECK(msync(v, VIEW, MS_SYNC) == 0, "msync: %s", strerror(errno));
+	return v;
+}
+
+/* The program unmaps its view, then frees the block. */
+static int shared_view_unmapped(void)
+{
+	int fd = hostile_temp_file(FILE_LEN, 0xab);
+	char *p = block(), *v = shared_view_written(p, fd);
+
+	CHECK(munmap(v, VIEW) == 0, "munmap of the program's own view: %s", strerror(errno));
+	free(p);
+	hostile_use_new_block(BLOCK, true);
+	hostile_use_new_block(BLOCK, false);
+	file_is_intact(fd);
+	close(fd);
+	return 0;
+}
+
+/* The program frees the block with its view still in it, after using
+ * all the rest of the block. */
+static int shared_view_freed(void)
+{
+	int fd = hostile_temp_file(FILE_LEN, 0xab);
+	char *p = block();
+
+	shared_view_written(p, fd);
+	memset(p, 1, VIEW_AT);
+	memset(p + VIEW_AT + VIEW, 1, BLOCK - VIEW_AT - VIEW);
+	free(p);
+	hostile_use_new_block(BLOCK, true);
+	hostile_use_new_block(BLOCK, false);
+	file_is_intact(fd);
+	close(fd);
+	return 0;
+}
+
+/* Shared anonymous memory over part of the block (as a program sets up
+ * a region to share with children it forks later). */
+static int shared_anonymous_freed(void)
+{
+	char *p = block(), *v = map_over(p, MAP_SHARED | MAP_ANONYMOUS, -1);
+
+	memset(v, 0xee, VIEW);
+	free(p);
+	hostile_use_new_block(BLOCK, true);
+	hostile_use_new_block(BLOCK, false);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct hostile_variant variants[] = {
+		{ "private_file", private_file_view },
+		{ "shared_file_unmapped", shared_view_unmapped },
+		{ "shared_file_freed", shared_view_freed },
+		{ "shared_anonymous", shared_anonymous_freed },
+		{ NULL, NULL },
+	};
+
+	return hostile_main(argc, argv, variants);
+}

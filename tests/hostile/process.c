@@ -1,0 +1,137 @@
+/* What a process may do to itself that depends on how many threads it
+ * has, or on which thread a signal reaches. A single-threaded program
+ * stays single-threaded for unshare(CLONE_NEWUSER), which the kernel
+ * refuses once other threads exist; setuid changes every thread; a signal
+ * sent to the process reaches the program. */
+#include "hostile.h"
+
+#include <dirent.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BLOCK (64 * MiB)
+
+/* The program's large allocations so far: a calloc, and a freed block it
+ * had written (work for a background zeroer, if there is one). */
+static void allocate_and_free(void)
+{
+	char *c = calloc(1, BLOCK), *p = malloc(BLOCK);
+
+	CHECK(c && p, "allocation failed");
+	memset(p, 1, BLOCK);
+	free(p);
+	free(c);
+}
+
+/* Whether unshare(flags) works for this process at all: tried in a fresh
+ * child before any large allocation. */
+static void probe_unshare(int flags, const char *name)
+{
+	pid_t pid;
+	int st;
+
+	fflush(NULL);
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0)
+		_exit(unshare(flags) == 0 ? 0 : errno);
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st), "probe");
+	if (WEXITSTATUS(st) != 0)
+		SKIP("unshare(%s) is not allowed here: %s", name, strerror(WEXITSTATUS(st)));
+}
+
+static int unshare_user(void)
+{
+	probe_unshare(CLONE_NEWUSER, "CLONE_NEWUSER");
+	allocate_and_free();
+	CHECK(unshare(CLONE_NEWUSER) == 0, "unshare(CLONE_NEWUSER) after a large free: %s",
+	      strerror(errno));
+	hostile_use_new_block(BLOCK, true);
+	return 0;
+}
+
+/* Every thread of the process has uid. */
+static void all_threads_have_uid(uid_t uid)
+{
+	DIR *d = opendir("/proc/self/task");
+	const struct dirent *e;
+
+	CHECK(d != NULL, "opendir");
+	while ((e = readdir(d)) != NULL) {
+		char path[300], line[256];
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f))
+			if (strncmp(line, "Uid:", 4) == 0)
+				CHECK((uid_t)atol(line + 4) == uid, "thread %s: %s", e->d_name, line);
+		fclose(f);
+	}
+	closedir(d);
+}
+
+/* As root: setuid after large allocations changes every thread. */
+static int setuid_after_free(void)
+{
+	pid_t pid;
+
+	if (geteuid() != 0)
+		SKIP("setuid to nobody needs root");
+	fflush(NULL);
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		allocate_and_free();
+		alarm(10); /* a thread that cannot take the set-ID signal hangs it */
+		hostile_drop_root();
+		all_threads_have_uid(getuid());
+		hostile_use_new_block(BLOCK, true);
+		exit(0);
+	}
+	return hostile_wait(pid);
+}
+
+static volatile sig_atomic_t received;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	received++;
+}
+
+/* kill(getpid()) reaches the program's handler, 20 times. */
+static int process_signal(void)
+{
+	struct timespec ms = { 0, 1000 * 1000 };
+
+	signal(SIGUSR1, on_usr1);
+	allocate_and_free();
+	for (int i = 1; i <= 20; i++) {
+		CHECK(kill(getpid(), SIGUSR1) == 0, "kill");
+		for (int waited = 0; received < i && waited < 2000; waited++)
+			nanosleep(&ms, NULL);
+		CHECK(received == i, "signal %d never reached the program", i);
+		allocate_and_free();
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct hostile_variant variants[] = {
+		{ "unshare_user", unshare_user },
+		{ "setuid", setuid_after_free },
+		{ "signal", process_signal },
+		{ NULL, NULL },
+	};
+
+	return hostile_main(argc, argv, variants);
+}
