@@ -278,6 +278,8 @@ pid_t hz_prim_getpid(void)
 #include <sys/stat.h>
 #include <sys/utsname.h>
 
+#include "os.h"
+
 int hz_prim_open_read(const char *path)
 {
 	int err = hz_prim_fault(HZ_CALL_OPEN, 0, 0);
@@ -352,7 +354,7 @@ int hz_prim_cachestat(int fd, uint64_t off, uint64_t len, uint64_t *cached)
 		ret = (int)SYSCALL(SYS_cachestat, fd, &range, &cs, 0);
 	if (ret != 0)
 		return ret;
-	*cached = cs.nr_cache * (uint64_t)sysconf(_SC_PAGESIZE);
+	*cached = cs.nr_cache * (uint64_t)hz_os()->page_size;
 	return 0;
 }
 
