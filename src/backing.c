@@ -6,12 +6,11 @@
 #include "backing.h"
 
 #include <errno.h>
-#include <stdio.h>
-#include <string.h>
 #include <sys/mman.h>
 
 #include "log.h"
 #include "options.h"
+#include "prim/os.h"
 #include "prim/prim.h"
 #include "range.h"
 #include "stats.h"
@@ -30,11 +29,11 @@
 enum { OPT_AUTO, OPT_HUGETLB1G, OPT_HUGETLB2M, OPT_THP, OPT_NONE };
 
 static const struct {
-	const char *dir; /* the pool's sysfs directory */
+	enum hz_os_pool pool;
 	int flags;
 } pools[] = {
-	[HZ_BACKING_HUGETLB1G] = { "/sys/kernel/mm/hugepages/hugepages-1048576kB", MAP_HUGE_1GB_FLAG },
-	[HZ_BACKING_HUGETLB2M] = { "/sys/kernel/mm/hugepages/hugepages-2048kB", MAP_HUGE_2MB_FLAG },
+	[HZ_BACKING_HUGETLB1G] = { HZ_OS_POOL_1G, MAP_HUGE_1GB_FLAG },
+	[HZ_BACKING_HUGETLB2M] = { HZ_OS_POOL_2M, MAP_HUGE_2MB_FLAG },
 };
 
 size_t hz_backing_page(enum hz_backing b)
@@ -47,43 +46,20 @@ size_t hz_backing_page(enum hz_backing b)
 	}
 }
 
-/* Free pages of a hugetlb pool that no mapping has reserved yet. */
-static uint64_t pool_available(enum hz_backing b)
-{
-	char path[96];
-	uint64_t free_pages = 0, reserved = 0;
-
-	snprintf(path, sizeof(path), "%s/free_hugepages", pools[b].dir);
-	if (hz_prim_read_u64(path, &free_pages) != 0)
-		return 0;
-	snprintf(path, sizeof(path), "%s/resv_hugepages", pools[b].dir);
-	if (hz_prim_read_u64(path, &reserved) != 0)
-		reserved = 0;
-	return free_pages > reserved ? free_pages - reserved : 0;
-}
-
+/* The pool's free, unreserved pages, read now (hz_os_pool_available). */
 static int pool_fits(enum hz_backing b, size_t len)
 {
 	size_t page = hz_backing_page(b);
 
-	return pool_available(b) >= (len + page - 1) / page;
+	return hz_os_pool_available(pools[b].pool) >= (len + page - 1) / page;
 }
 
-/* THP is usable unless the system mode is "never". Read once: the library
- * never changes sysfs and administrators rarely do while programs run. */
+/* THP is usable unless the system mode is "never" (or unreadable). Read
+ * once, by hz_os(): the library never changes sysfs and administrators
+ * rarely do while programs run. */
 static int thp_enabled(void)
 {
-	static int cached = -1;
-	int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-	char buf[128];
-
-	if (v < 0) {
-		v = hz_prim_read_file("/sys/kernel/mm/transparent_hugepage/enabled",
-				      buf, sizeof(buf)) > 0 &&
-		    strstr(buf, "[never]") == NULL;
-		__atomic_store_n(&cached, v, __ATOMIC_RELAXED);
-	}
-	return v;
+	return hz_os_thp_on(hz_os()->thp.mode);
 }
 
 /* prctl(PR_SET_THP_DISABLE) gives the process 4 KiB pages everywhere, yet

@@ -110,8 +110,8 @@ int hz_exec_segments_match_maps(struct hz_exec_segment *segs, unsigned count);
 /* Objects loaded so far, and the loader's add/remove counters. */
 void hz_exec_objects(unsigned *objects, uint64_t *adds, uint64_t *subs);
 
-/* The file behind a segment for open(): "/proc/self/exe" for the main
- * program. */
+/* The file behind a segment for open(): the process's own executable
+ * (hz_prim_self_exe_path) for the main program. */
 const char *hz_exec_segment_path(const struct hz_exec_segment *s);
 
 /* Whether the virtual address of a file mapping is congruent to its file

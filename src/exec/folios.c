@@ -28,7 +28,7 @@ static void window_reset(struct hz_folios_window *w)
 
 int hz_folios_open(struct hz_folios *f, pid_t pid)
 {
-	int fd = hz_prim_open_proc(pid, "pagemap");
+	int fd = hz_prim_open_pagemap(pid);
 
 	if (fd < 0)
 		return fd;

@@ -10,7 +10,7 @@
 
 int hz_maps_open(struct hz_maps *m, pid_t pid, bool smaps)
 {
-	int fd = hz_prim_open_proc(pid, smaps ? "smaps" : "maps");
+	int fd = hz_prim_open_maps(pid, smaps);
 
 	if (fd < 0)
 		return fd;

@@ -3,7 +3,7 @@
 
 #include "../log.h"
 #include "../options.h"
-#include "../prim/prim.h"
+#include "../prim/os.h"
 #include "exec.h"
 
 enum { UNREAD = -1 };
@@ -28,10 +28,9 @@ const char *hz_exec_mode_name(enum hz_exec_mode mode)
 static enum hz_exec_mode default_mode(void)
 {
 #if defined(__aarch64__)
-	unsigned major, minor;
+	const struct hz_os *os = hz_os(); /* 0.0 when uname failed */
 
-	if (hz_prim_kernel_version(&major, &minor) == 0 &&
-	    (major > 6 || (major == 6 && minor >= 16)))
+	if (os->kernel_major > 6 || (os->kernel_major == 6 && os->kernel_minor >= 16))
 		return HZ_EXEC_REPORT;
 #endif
 	return HZ_EXEC_ADVISE;

@@ -115,7 +115,6 @@ int hz_exec_perfmap_write(const char *path, uintptr_t base,
 			  const struct hz_range *moved, unsigned count)
 {
 	static struct out o; /* callers hold the exec lock */
-	char name[64];
 	uint64_t size = 0, found[64] = { 0 };
 	void *map = NULL;
 	int fd, ret;
@@ -125,8 +124,7 @@ int hz_exec_perfmap_write(const char *path, uintptr_t base,
 		return -EPERM;
 	if (count > 64)
 		count = 64;
-	snprintf(name, sizeof(name), "/tmp/perf-%d.map", (int)hz_prim_getpid());
-	o.fd = hz_prim_open_append(name);
+	o.fd = hz_prim_open_perfmap();
 	if (o.fd < 0)
 		return o.fd;
 	o.used = 0;

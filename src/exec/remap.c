@@ -18,11 +18,11 @@
  * remaps only while the process has one thread, and the dlopen path only
  * objects that call just loaded. */
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "../log.h"
+#include "../prim/os.h"
 #include "../prim/prim.h"
 #include "exec.h"
 
@@ -34,31 +34,18 @@ static void hook(enum hz_exec_remap_step step, void *addr, size_t len)
 		hz_exec_remap_hook(step, addr, len);
 }
 
-/* "always" or "madvise", or "inherit" from a top level that is not
- * "never": MADV_HUGEPAGE memory gets folios of this size. */
-static bool size_enabled(size_t kib, bool top_on)
-{
-	char path[96], buf[96];
-
-	snprintf(path, sizeof(path),
-		 "/sys/kernel/mm/transparent_hugepage/hugepages-%zukB/enabled", kib);
-	if (hz_prim_read_file(path, buf, sizeof(buf)) <= 0)
-		return kib == 2048 && top_on; /* before mTHP (6.8): PMD only */
-	return strstr(buf, "[always]") || strstr(buf, "[madvise]") ||
-	       (strstr(buf, "[inherit]") && top_on);
-}
-
 size_t hz_exec_anon_thp_unit(void)
 {
-	char buf[96];
-	bool top_on = hz_prim_read_file("/sys/kernel/mm/transparent_hugepage/enabled",
-					buf, sizeof(buf)) > 0 &&
-		      strstr(buf, "[never]") == NULL;
+	struct hz_os_thp thp;
 
+	/* Read now, not hz_os()'s copy from start-up: remap is rare (once per
+	 * start or dlopen), and an administrator (or a test) may have enabled
+	 * a size since. */
+	hz_os_read_thp(&thp);
 	/* 64 KiB is the unit the iTLB can coalesce (arm64 contpte, AMD); the
 	 * smallest enabled size from there up decides the aligned interior. */
 	for (size_t kib = 64; kib <= 2048; kib *= 2)
-		if (size_enabled(kib, top_on))
+		if (hz_os_thp_size_on(&thp, kib << 10))
 			return kib << 10;
 	return 0;
 }

@@ -119,7 +119,7 @@ void hz_exec_objects(unsigned *objects, uint64_t *adds, uint64_t *subs)
 
 const char *hz_exec_segment_path(const struct hz_exec_segment *s)
 {
-	return s->main_program || s->name[0] == '\0' ? "/proc/self/exe" : s->name;
+	return s->main_program || s->name[0] == '\0' ? hz_prim_self_exe_path() : s->name;
 }
 
 static void sort_by_address(struct hz_exec_segment *segs, unsigned count)

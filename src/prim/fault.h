@@ -23,8 +23,8 @@
 #include <stdint.h>
 
 /* The kinds of kernel call, one per system call (or /proc and /sys read)
- * that prim/ makes. Functions built on others (hz_prim_read_u64,
- * hz_prim_llc_size, hz_prim_open_proc...) fail through the call they make. */
+ * that prim/ makes. Functions built on others (hz_prim_read_u64, the
+ * hz_os() fill, hz_prim_open_maps...) fail through the call they make. */
 enum hz_prim_call {
 	HZ_CALL_MMAP,      /* arg: the mmap flags */
 	HZ_CALL_MUNMAP,

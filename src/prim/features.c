@@ -3,10 +3,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
-#include "fault.h"
 #include "prim.h"
 
 #ifndef MADV_POPULATE_WRITE
@@ -15,7 +12,6 @@
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25
 #endif
-#define SYS_CACHESTAT 451 /* the same number on x86_64 and arm64 */
 
 #define PROBE_LEN ((size_t)2 << 20)
 
@@ -58,21 +54,13 @@ bool hz_feature_collapse(void)
 	return ret != -EINVAL;
 }
 
-/* The one probe making its own system call; the others fail through the
- * prim calls they make. */
+/* On no file (fd -1): a kernel that has the call answers EBADF before
+ * reading its arguments, one without it ENOSYS. */
 bool hz_feature_cachestat(void)
 {
-	int err = hz_prim_fault(HZ_CALL_CACHESTAT, 0, 0);
-	int saved = errno;
-	bool present;
-	long ret;
+	uint64_t cached;
 
-	if (err)
-		return err != -ENOSYS;
-	ret = syscall(SYS_CACHESTAT, -1, NULL, NULL, 0);
-	present = ret == -1 && errno != ENOSYS;
-	errno = saved;
-	return present;
+	return hz_prim_cachestat(-1, 0, 1, &cached) != -ENOSYS;
 }
 
 bool hz_feature_anon_name(void)

@@ -272,33 +272,13 @@ pid_t hz_prim_getpid(void)
 	return (pid_t)syscall(SYS_getpid);
 }
 
-uint64_t hz_prim_llc_size(void)
-{
-	char path[64], buf[32], *end;
-	unsigned long long size = 0;
-
-	/* index0..3 are L1d, L1i, L2, L3 on x86 and most arm64 */
-	for (int index = 3; index >= 2 && size == 0; index--) {
-		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/size",
-			 index);
-		if (hz_prim_read_file(path, buf, sizeof(buf)) <= 0)
-			continue;
-		size = strtoull(buf, &end, 10);
-		if (*end == 'K')
-			size <<= 10;
-		else if (*end == 'M')
-			size <<= 20;
-	}
-	return size;
-}
-
 /* ---- executable text (src/exec) ---- */
 /* Headers for the additions below, kept with them so the block stays an
  * append-only change to this file. */
-#include <stdio.h>
-#include <string.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+
+#include "os.h"
 
 int hz_prim_open_read(const char *path)
 {
@@ -307,22 +287,6 @@ int hz_prim_open_read(const char *path)
 	if (err)
 		return err;
 	return (int)SYSCALL(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-}
-
-int hz_prim_open_proc(pid_t pid, const char *name)
-{
-	char path[64];
-
-	if (pid == 0)
-		snprintf(path, sizeof(path), "/proc/self/%s", name);
-	else
-		snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
-	return hz_prim_open_read(path);
-}
-
-int hz_prim_open_kpageflags(void)
-{
-	return hz_prim_open_read("/proc/kpageflags");
 }
 
 ssize_t hz_prim_read(int fd, void *buf, size_t len)
@@ -390,7 +354,7 @@ int hz_prim_cachestat(int fd, uint64_t off, uint64_t len, uint64_t *cached)
 		ret = (int)SYSCALL(SYS_cachestat, fd, &range, &cs, 0);
 	if (ret != 0)
 		return ret;
-	*cached = cs.nr_cache * (uint64_t)sysconf(_SC_PAGESIZE);
+	*cached = cs.nr_cache * (uint64_t)hz_os()->page_size;
 	return 0;
 }
 
@@ -416,23 +380,6 @@ int hz_prim_kernel_version(unsigned *major, unsigned *minor)
 		return ret;
 	*major = (unsigned)strtoul(u.release, &end, 10);
 	*minor = *end == '.' ? (unsigned)strtoul(end + 1, NULL, 10) : 0;
-	errno = saved;
-	return 0;
-}
-
-int hz_prim_thread_count(unsigned *count)
-{
-	char buf[4096];
-	ssize_t n = hz_prim_read_file("/proc/self/status", buf, sizeof(buf));
-	const char *p;
-	int saved = errno;
-
-	if (n < 0)
-		return (int)n;
-	p = strstr(buf, "\nThreads:");
-	if (p == NULL)
-		return -ENOENT;
-	*count = (unsigned)strtoul(p + 9, NULL, 10);
 	errno = saved;
 	return 0;
 }

@@ -11,6 +11,7 @@
 #ifndef HZ_PRIM_H
 #define HZ_PRIM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -75,7 +76,7 @@ void hz_prim_sleep_ns(uint64_t ns);
 pid_t hz_prim_getpid(void);
 
 /* Size in bytes of the CPU's last-level cache (sysfs cpu0, highest cache
- * index), or 0 when unknown. */
+ * index), or 0 when unknown: hz_os()->llc_size (os.h). */
 uint64_t hz_prim_llc_size(void);
 
 /* ---- executable text (src/exec) ---- */
@@ -84,11 +85,18 @@ uint64_t hz_prim_llc_size(void);
  * negative errno value. */
 int hz_prim_open_read(const char *path);
 
-/* Open /proc/PID/<name> read-only; pid 0 is the calling process. */
-int hz_prim_open_proc(pid_t pid, const char *name);
+/* Open /proc/PID/maps (or smaps) and /proc/PID/pagemap read-only; pid 0
+ * is the calling process. (These and the other /proc, /sys and /tmp paths
+ * are in os.c.) */
+int hz_prim_open_maps(pid_t pid, bool smaps);
+int hz_prim_open_pagemap(pid_t pid);
 
 /* Open /proc/kpageflags (root only: 0400). */
 int hz_prim_open_kpageflags(void);
+
+/* A path that opens the calling process's own executable file
+ * (/proc/self/exe). */
+const char *hz_prim_self_exe_path(void);
 
 /* read(2) and pread(2), retrying on EINTR. Return the byte count (0 at end
  * of file) or a negative errno value. */
@@ -115,6 +123,10 @@ int hz_prim_thread_count(unsigned *count);
  * symlink; refused (-EPERM) unless it is a regular file owned by the
  * effective user. For /tmp/perf-PID.map, which other writers (JITs) share. */
 int hz_prim_open_append(const char *path);
+
+/* The calling process's perf map, /tmp/perf-PID.map, opened as
+ * hz_prim_open_append does. */
+int hz_prim_open_perfmap(void);
 
 /* Move [old, old + len) over [new_addr, new_addr + len):
  * mremap(old, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, new_addr). The

@@ -1,0 +1,263 @@
+/* The system's facts and every /proc, /sys and /tmp path of the library.
+ * See os.h for what is read once and what is read when asked. */
+#define HZ_OS_TESTING /* hz_os_reload is defined here */
+#include "os.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+
+#include "prim.h"
+
+#define THP_DIR "/sys/kernel/mm/transparent_hugepage"
+#define HUGETLB_DIR "/sys/kernel/mm/hugepages"
+
+/* ---- THP ---- */
+
+static enum hz_thp_mode read_thp_mode(void)
+{
+	char buf[128];
+
+	if (hz_prim_read_file(THP_DIR "/enabled", buf, sizeof(buf)) <= 0)
+		return HZ_THP_UNREADABLE;
+	if (strstr(buf, "[never]"))
+		return HZ_THP_NEVER;
+	if (strstr(buf, "[always]"))
+		return HZ_THP_ALWAYS;
+	/* "[madvise]", or text naming none of the three (no kernel prints
+	 * that): anything but "never" has always counted as on. */
+	return HZ_THP_MADVISE;
+}
+
+/* Anonymous mTHP starts at order 2 (16 KiB with 4 KiB pages) on every
+ * architecture; the PMD size is the largest. */
+static void read_thp(size_t page_size, size_t pmd_size, struct hz_os_thp *t)
+{
+	char path[96], buf[96];
+	bool on;
+
+	t->mode = read_thp_mode();
+	t->sizes = 0;
+	t->per_size = false;
+	on = hz_os_thp_on(t->mode);
+	for (size_t bytes = page_size * 4; bytes != 0 && bytes <= pmd_size; bytes *= 2) {
+		snprintf(path, sizeof(path), THP_DIR "/hugepages-%zukB/enabled", bytes >> 10);
+		if (hz_prim_read_file(path, buf, sizeof(buf)) <= 0) {
+			if (bytes == pmd_size && on) /* before mTHP (6.8): PMD only */
+				t->sizes |= bytes;
+			continue;
+		}
+		t->per_size = true;
+		if (strstr(buf, "[always]") || strstr(buf, "[madvise]") ||
+		    (strstr(buf, "[inherit]") && on))
+			t->sizes |= bytes;
+	}
+}
+
+void hz_os_read_thp(struct hz_os_thp *out)
+{
+	const struct hz_os *os = hz_os();
+	int saved = errno;
+
+	read_thp(os->page_size, os->pmd_size, out);
+	errno = saved;
+}
+
+/* ---- hugetlb pools ---- */
+
+static const struct {
+	const char *dir;
+	size_t page_size;
+} pool_dirs[HZ_OS_POOLS] = {
+	[HZ_OS_POOL_1G] = { HUGETLB_DIR "/hugepages-1048576kB", (size_t)1 << 30 },
+	[HZ_OS_POOL_2M] = { HUGETLB_DIR "/hugepages-2048kB", (size_t)2 << 20 },
+};
+
+static void read_pools(struct hz_os_pool_info *pools)
+{
+	for (unsigned i = 0; i < HZ_OS_POOLS; i++) {
+		char path[96];
+		uint64_t pages;
+
+		pools[i].dir = pool_dirs[i].dir;
+		pools[i].page_size = pool_dirs[i].page_size;
+		snprintf(path, sizeof(path), "%s/nr_hugepages", pool_dirs[i].dir);
+		pools[i].present = hz_prim_read_u64(path, &pages) == 0;
+	}
+}
+
+uint64_t hz_os_pool_available(enum hz_os_pool pool)
+{
+	const struct hz_os_pool_info *p;
+	uint64_t free_pages = 0, reserved = 0;
+	char path[96];
+
+	if ((unsigned)pool >= HZ_OS_POOLS)
+		return 0;
+	p = &hz_os()->pools[pool];
+	if (!p->present)
+		return 0;
+	snprintf(path, sizeof(path), "%s/free_hugepages", p->dir);
+	if (hz_prim_read_u64(path, &free_pages) != 0)
+		return 0;
+	snprintf(path, sizeof(path), "%s/resv_hugepages", p->dir);
+	if (hz_prim_read_u64(path, &reserved) != 0)
+		reserved = 0;
+	return free_pages > reserved ? free_pages - reserved : 0;
+}
+
+/* ---- caches ---- */
+
+static uint64_t read_llc_size(void)
+{
+	char path[64], buf[32], *end;
+	unsigned long long size = 0;
+
+	/* index0..3 are L1d, L1i, L2, L3 on x86 and most arm64 */
+	for (int index = 3; index >= 2 && size == 0; index--) {
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/size",
+			 index);
+		if (hz_prim_read_file(path, buf, sizeof(buf)) <= 0)
+			continue;
+		size = strtoull(buf, &end, 10);
+		if (*end == 'K')
+			size <<= 10;
+		else if (*end == 'M')
+			size <<= 20;
+	}
+	return size;
+}
+
+uint64_t hz_prim_llc_size(void)
+{
+	return hz_os()->llc_size;
+}
+
+/* ---- the struct ---- */
+
+static void fill(struct hz_os *os)
+{
+	unsigned long page = getauxval(AT_PAGESZ);
+
+	os->page_size = page ? (size_t)page : 4096;
+	/* A page table is one page of 8-byte entries; a PMD entry maps one
+	 * table's worth of pages: 2 MiB with 4 KiB pages, 512 MiB with 64 KiB. */
+	os->pmd_size = os->page_size / 8 * os->page_size;
+	read_thp(os->page_size, os->pmd_size, &os->thp);
+	read_pools(os->pools);
+	os->llc_size = read_llc_size();
+	if (hz_prim_kernel_version(&os->kernel_major, &os->kernel_minor) != 0)
+		os->kernel_major = os->kernel_minor = 0;
+}
+
+/* No lock (a lock taken inside malloc could be held by a thread a signal
+ * handler interrupted, or by a thread that does not exist in a fork
+ * child): each first caller fills a slot of its own, and the first to
+ * finish publishes it. Slots are claimed only while nothing is published,
+ * so a caller that finds none left waits for a fill in progress. A fork
+ * child inherits the claims of fills other threads had in progress; four
+ * slots cover three such forks in a row. Two more slots for hz_os_reload. */
+#define FILL_SLOTS 4
+
+static struct hz_os slots[FILL_SLOTS + 2];
+static unsigned claimed;
+static const struct hz_os *current;
+
+const struct hz_os *hz_os(void)
+{
+	const struct hz_os *os = __atomic_load_n(&current, __ATOMIC_ACQUIRE);
+	const struct hz_os *expected = NULL;
+	unsigned slot;
+	int saved;
+
+	if (os != NULL)
+		return os;
+	slot = __atomic_fetch_add(&claimed, 1, __ATOMIC_RELAXED);
+	if (slot >= FILL_SLOTS) {
+		while ((os = __atomic_load_n(&current, __ATOMIC_ACQUIRE)) == NULL)
+			hz_prim_sleep_ns(100000);
+		return os;
+	}
+	saved = errno;
+	fill(&slots[slot]);
+	errno = saved;
+	if (__atomic_compare_exchange_n(&current, &expected, &slots[slot], false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return &slots[slot];
+	return expected;
+}
+
+void hz_os_reload(void)
+{
+	static unsigned flip;
+	struct hz_os *next = &slots[FILL_SLOTS + (flip++ & 1)];
+	int saved = errno;
+
+	fill(next);
+	errno = saved;
+	__atomic_store_n(&current, next, __ATOMIC_RELEASE);
+}
+
+/* ---- /proc files ---- */
+
+/* /proc/PID/<name>; pid 0 is the calling process. */
+static int open_proc(pid_t pid, const char *name)
+{
+	char path[64];
+
+	if (pid == 0)
+		snprintf(path, sizeof(path), "/proc/self/%s", name);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	return hz_prim_open_read(path);
+}
+
+int hz_prim_open_maps(pid_t pid, bool smaps)
+{
+	return open_proc(pid, smaps ? "smaps" : "maps");
+}
+
+int hz_prim_open_pagemap(pid_t pid)
+{
+	return open_proc(pid, "pagemap");
+}
+
+int hz_prim_open_kpageflags(void)
+{
+	return hz_prim_open_read("/proc/kpageflags");
+}
+
+const char *hz_prim_self_exe_path(void)
+{
+	return "/proc/self/exe";
+}
+
+/* Threads come and go: read when asked. */
+int hz_prim_thread_count(unsigned *count)
+{
+	char buf[4096];
+	ssize_t n = hz_prim_read_file("/proc/self/status", buf, sizeof(buf));
+	const char *p;
+	int saved = errno;
+
+	if (n < 0)
+		return (int)n;
+	p = strstr(buf, "\nThreads:");
+	if (p == NULL)
+		return -ENOENT;
+	*count = (unsigned)strtoul(p + 9, NULL, 10);
+	errno = saved;
+	return 0;
+}
+
+/* ---- /tmp ---- */
+
+int hz_prim_open_perfmap(void)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)hz_prim_getpid());
+	return hz_prim_open_append(path);
+}

@@ -1,0 +1,99 @@
+/* What the running system is: one struct hz_os per process, filled on first
+ * use, plus readers for the few facts that change while a program runs.
+ *
+ * Filled once (fixed for the process, or changed so rarely that re-reading
+ * on every use would cost more than it could gain):
+ *   page size        the kernel's, from the auxiliary vector: fixed.
+ *   THP settings     administrator tunables; the allocator reads them once,
+ *                    as backing.c always did: the library never changes them
+ *                    and administrators rarely do while programs run. A
+ *                    caller that must see a change reads them now with
+ *                    hz_os_read_thp (exec remap, once per apply).
+ *   hugetlb pools    which pool sizes the kernel has: set at boot (the sizes
+ *                    its CPU supports). Their page counts change all the
+ *                    time, so hz_os_pool_available reads them when asked.
+ *   LLC size         the hardware's: fixed.
+ *   kernel version   fixed.
+ * Not here: PR_GET_THP_DISABLE (a program may set it at any time: backing.c
+ * asks on each block) and the thread count (hz_prim_thread_count).
+ *
+ * Filling makes only prim reads (each can be made to fail in tests; a fact
+ * that cannot be read gets the value documented at its field), never
+ * allocates and takes no lock, so it may run inside malloc before main, in
+ * a signal handler that interrupted a fill, or in a fork child. Every
+ * /proc, /sys and /tmp path of the library is in os.c. */
+#ifndef HZ_PRIM_OS_H
+#define HZ_PRIM_OS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* /sys/kernel/mm/transparent_hugepage/enabled. */
+enum hz_thp_mode {
+	HZ_THP_UNREADABLE, /* no THP in this kernel, or the read failed */
+	HZ_THP_NEVER,
+	HZ_THP_MADVISE,
+	HZ_THP_ALWAYS,
+};
+
+struct hz_os_thp {
+	enum hz_thp_mode mode;
+	/* The sizes MADV_HUGEPAGE memory may get folios of, in bytes, OR'd
+	 * together (each is a power of two). From hugepages-<N>kB/enabled ("always", "madvise", or
+	 * "inherit" with mode on); without those files (before Linux 6.8,
+	 * mTHP) only the PMD size, when mode is on. */
+	uint64_t sizes;
+	bool per_size; /* some hugepages-<N>kB/enabled was readable (mTHP) */
+};
+
+enum hz_os_pool { HZ_OS_POOL_1G, HZ_OS_POOL_2M, HZ_OS_POOLS };
+
+struct hz_os_pool_info {
+	const char *dir;  /* its sysfs directory */
+	size_t page_size; /* bytes */
+	bool present;     /* the kernel has this pool (nr_hugepages readable) */
+};
+
+struct hz_os {
+	size_t page_size;  /* AT_PAGESZ; 4096 if the auxiliary vector lacks it */
+	size_t pmd_size;   /* what one page-table page maps: 2 MiB with 4 KiB pages */
+	struct hz_os_thp thp;
+	struct hz_os_pool_info pools[HZ_OS_POOLS];
+	uint64_t llc_size; /* bytes; 0 when unknown */
+	unsigned kernel_major, kernel_minor; /* 0.0 when uname failed */
+};
+
+/* The facts, filled on the first call. Never NULL; the struct never
+ * changes afterwards (outside tests). */
+const struct hz_os *hz_os(void);
+
+/* Whether THP is on for MADV_HUGEPAGE memory ("always" or "madvise"). */
+static inline bool hz_os_thp_on(enum hz_thp_mode mode)
+{
+	return mode == HZ_THP_MADVISE || mode == HZ_THP_ALWAYS;
+}
+
+/* Whether folios of bytes (a power of two) are enabled in t. */
+static inline bool hz_os_thp_size_on(const struct hz_os_thp *t, size_t bytes)
+{
+	return bytes != 0 && (bytes & (bytes - 1)) == 0 && (t->sizes & bytes) != 0;
+}
+
+/* Read the THP settings now, for callers that must see an administrator's
+ * change (hz_os()->thp is the copy from the first call). */
+void hz_os_read_thp(struct hz_os_thp *out);
+
+/* Free pages of a hugetlb pool that no mapping has reserved yet
+ * (free_hugepages - resv_hugepages, never below 0), read now: other
+ * processes take and return pages at any time. 0 for a pool the kernel
+ * does not have or whose count cannot be read. */
+uint64_t hz_os_pool_available(enum hz_os_pool pool);
+
+#ifdef HZ_OS_TESTING
+/* Fill the struct again, so a test sees a sysfs change (tests only: a
+ * pointer from before the previous reload may be overwritten). */
+void hz_os_reload(void);
+#endif
+
+#endif /* HZ_PRIM_OS_H */
