@@ -24,7 +24,7 @@
 #undef HZ_OPTION
 
 #define CHOICES_ENUM(id, list) \
-	.choices = list(CHOICE_BAR_WORD) + 1, .words = id##_words, .word_count = HZ_##id##_OPT_COUNT
+	.choices = &(list(CHOICE_BAR_WORD))[1], .words = id##_words, .word_count = HZ_##id##_OPT_COUNT
 #define CHOICES_SIZE(id, text) .choices = text
 #define CHOICES_INT(id, text) .choices = text
 #define CHOICES_BOOL(id, text) .choices = text
