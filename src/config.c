@@ -6,6 +6,7 @@
  * (only into the one before it, which nobody may still be reading). */
 #include "config.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,24 +155,25 @@ uint64_t hz_option_u64(enum hz_option_id id)
 	}
 }
 
-const char *hz_option_str(enum hz_option_id id)
-{
-	const struct hz_config *c = hz_config();
-
-#define STR_SIZE(field) return "";
-#define STR_INT(field) return "";
-#define STR_BOOL(field) return "";
-#define STR_ENUM(field) return "";
-#define STR_NAME(field) return c->field;
-#define STR_PATH(field) return c->field;
-	switch (id) {
-#define HZ_OPTION(id, field, type, def, min, max, choices, doc) \
-	case HZ_OPT_##id: STR_##type(field)
+/* Where each NAME or PATH option's text sits in the snapshot; 0 (the
+ * generation's place) for the others. */
+#define TEXT_AT_SIZE(id, field)
+#define TEXT_AT_INT(id, field)
+#define TEXT_AT_BOOL(id, field)
+#define TEXT_AT_ENUM(id, field)
+#define TEXT_AT_NAME(id, field) [HZ_OPT_##id] = offsetof(struct hz_config, field),
+#define TEXT_AT_PATH(id, field) [HZ_OPT_##id] = offsetof(struct hz_config, field),
+static const size_t text_at[HZ_OPT_COUNT] = {
+#define HZ_OPTION(id, field, type, def, min, max, choices, doc) TEXT_AT_##type(id, field)
 #include "options.def"
 #undef HZ_OPTION
-	default:
-		return "";
-	}
+};
+
+const char *hz_option_str(enum hz_option_id id)
+{
+	size_t at = (unsigned)id < HZ_OPT_COUNT ? text_at[id] : 0;
+
+	return at ? (const char *)hz_config() + at : "";
 }
 
 enum hz_option_source hz_option_source(enum hz_option_id id)

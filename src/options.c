@@ -33,8 +33,8 @@
 
 static const struct hz_option_desc descs[HZ_OPT_COUNT] = {
 #define HZ_OPTION(id, field, type_, def_, min_, max_, choices_, doc_) \
-	[HZ_OPT_##id] = { .env = "HUGEZERO_" #id, .type = HZ_OPT_##type_, .def = def_, \
-			  .min = min_, .max = max_, CHOICES_##type_(id, choices_), .doc = doc_ },
+	[HZ_OPT_##id] = { .env = "HUGEZERO_" #id, .type = HZ_OPT_##type_, .def = (def_), \
+			  .min = (min_), .max = (max_), CHOICES_##type_(id, choices_), .doc = (doc_) },
 #include "options.def"
 #undef HZ_OPTION
 };

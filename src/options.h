@@ -43,7 +43,6 @@ enum hz_option_source { HZ_SRC_DEFAULT, HZ_SRC_ENV, HZ_SRC_INVALID_ENV };
 
 struct hz_option_desc {
 	const char *env;     /* "HUGEZERO_CLEAR" */
-	enum hz_option_type type;
 	const char *def;     /* default as written */
 	uint64_t min, max;
 	const char *choices; /* ENUM: "a|b|c", made from words */
@@ -51,6 +50,7 @@ struct hz_option_desc {
 	/* ENUM: the words, words[HZ_<id>_OPT_<X>] being X's; else NULL, 0. */
 	const char *const *words;
 	unsigned word_count;
+	enum hz_option_type type;
 };
 
 const struct hz_option_desc *hz_option_desc(enum hz_option_id id);
