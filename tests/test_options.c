@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,56 @@ static void parse(enum hz_option_id id, const char *text, int want_ret,
 		fail_msg("%s=\"%s\": parsed %llu, expected %llu",
 			 hz_option_desc(id)->env, text, (unsigned long long)v,
 			 (unsigned long long)want);
+}
+
+/* ---- the first snapshot (runs first: nothing has read the options yet) ---- */
+
+#define RACERS 8
+
+static pthread_barrier_t racers_ready;
+
+static void *race_to_first_read(void *out)
+{
+	pthread_barrier_wait(&racers_ready);
+	*(const struct hz_config **)out = hz_config();
+	return NULL;
+}
+
+static void race_first_read(void)
+{
+	const struct hz_config *seen[RACERS];
+	pthread_t threads[RACERS];
+
+	assert_int_equal(pthread_barrier_init(&racers_ready, NULL, RACERS), 0);
+	for (int i = 0; i < RACERS; i++)
+		assert_int_equal(pthread_create(&threads[i], NULL, race_to_first_read, &seen[i]), 0);
+	for (int i = 0; i < RACERS; i++)
+		assert_int_equal(pthread_join(threads[i], NULL), 0);
+	pthread_barrier_destroy(&racers_ready);
+	for (int i = 1; i < RACERS; i++)
+		assert_ptr_equal(seen[i], seen[0]);
+	assert_int_equal(seen[0]->generation, 1);
+	assert_int_equal(seen[0]->threshold, 2u << 20);
+}
+
+/* Threads racing to the first hz_config() get one snapshot, read once:
+ * one warning for a bad value, whoever won. */
+static void first_snapshot_is_read_once_by_racing_threads(void **state)
+{
+	char out[2048];
+
+	(void)state;
+	if (__atomic_load_n(&hz_config_current, __ATOMIC_ACQUIRE) != NULL) {
+		print_message("[  SKIP    ] the options were read before this test\n");
+		skip();
+	}
+	assert_int_equal(hz_config_threshold, SIZE_MAX);
+	setenv("HUGEZERO_DECAY_MS", "soon", 1);
+	capture_stderr(race_first_read, out, sizeof(out));
+	unsetenv("HUGEZERO_DECAY_MS");
+	assert_non_null(strstr(out, "HUGEZERO_DECAY_MS=soon is not valid"));
+	assert_int_equal(count_lines(out), 1);
+	assert_int_equal(hz_config_threshold, 2u << 20);
 }
 
 static void sizes_accept_suffixes_and_reject_garbage(void **state)
@@ -508,6 +559,7 @@ static void options_table_matches_readme(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(first_snapshot_is_read_once_by_racing_threads),
 		cmocka_unit_test(sizes_accept_suffixes_and_reject_garbage),
 		cmocka_unit_test(ints_respect_their_range),
 		cmocka_unit_test(enums_bools_and_paths_parse),
