@@ -8,8 +8,8 @@
 #include <errno.h>
 #include <sys/mman.h>
 
+#include "config.h"
 #include "log.h"
-#include "options.h"
 #include "prim/os.h"
 #include "prim/prim.h"
 #include "range.h"
@@ -25,8 +25,6 @@
 #endif
 
 #define SMALL_PAGE ((size_t)4096)
-
-enum { OPT_AUTO, OPT_HUGETLB1G, OPT_HUGETLB2M, OPT_THP, OPT_NONE };
 
 static const struct {
 	enum hz_os_pool pool;
@@ -81,15 +79,16 @@ int hz_backing_thp_usable(void)
 
 enum hz_backing hz_backing_first(size_t len)
 {
-	switch (hz_option_u64(HZ_OPT_BACKING)) {
-	case OPT_NONE:
+	switch (hz_config()->backing) {
+	case HZ_BACKING_OPT_NONE:
 		return HZ_BACKING_SMALL;
-	case OPT_THP:
+	case HZ_BACKING_OPT_THP:
 		return HZ_BACKING_THP;
-	case OPT_HUGETLB2M:
+	case HZ_BACKING_OPT_HUGETLB2M:
 		return HZ_BACKING_HUGETLB2M;
-	case OPT_HUGETLB1G:
+	case HZ_BACKING_OPT_HUGETLB1G:
 		return HZ_BACKING_HUGETLB1G;
+	case HZ_BACKING_OPT_AUTO:
 	default:
 		/* auto: 1 GiB pages only for blocks that fill one and only when
 		 * the pool can hold them; otherwise let the 2 MiB pool decide. */
@@ -199,8 +198,7 @@ static enum hz_backing check_fresh_thp(uintptr_t start, size_t len)
 {
 	double thp, small;
 
-	if (len < FRESH_CHECK_MIN || !hz_option_u64(HZ_OPT_THP_CHECK) ||
-	    hz_option_u64(HZ_OPT_POPULATE))
+	if (len < FRESH_CHECK_MIN || !hz_config()->thp_check || hz_config()->populate)
 		return HZ_BACKING_THP;
 	thp = populate_rate(start);
 	small = small_page_rate();
@@ -287,7 +285,7 @@ int hz_backing_map(uintptr_t start, size_t len, enum hz_backing want,
 		hz_stats_add(blocks[*got], 1);
 		hz_stats_add(bytes[*got], len);
 		name_mapping(start, len, *got);
-		if (hz_option_u64(HZ_OPT_POPULATE))
+		if (hz_config()->populate)
 			populate(start, len, *got);
 		return 0;
 	}

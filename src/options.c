@@ -1,36 +1,43 @@
-/* Reading the options table from the environment. See options.h. */
+/* The options table: descriptors generated from options.def, and the
+ * parsers of its types. Stateless: the values in effect are config.c's. */
 #include "options.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include "cpu/relax.h"
-#include "log.h"
+/* Per ENUM option, its words in the order of their constants, and the
+ * choices string "a|b|c" made from the same list (the leading '|' of
+ * "|a|b|c" skipped). */
+#define CHOICE_WORD(id, constant, word) word,
+#define CHOICE_BAR_WORD(id, constant, word) "|" word
+#define WORDS_ENUM(id, list) static const char *const id##_words[] = { list(CHOICE_WORD) };
+#define WORDS_SIZE(id, choices)
+#define WORDS_INT(id, choices)
+#define WORDS_BOOL(id, choices)
+#define WORDS_NAME(id, choices)
+#define WORDS_PATH(id, choices)
+#define HZ_OPTION(id, field, type, def, min, max, choices, doc) WORDS_##type(id, choices)
+#include "options.def"
+#undef HZ_OPTION
+
+#define CHOICES_ENUM(id, list) \
+	.choices = &(list(CHOICE_BAR_WORD))[1], .words = id##_words, .word_count = HZ_##id##_OPT_COUNT
+#define CHOICES_SIZE(id, text) .choices = text
+#define CHOICES_INT(id, text) .choices = text
+#define CHOICES_BOOL(id, text) .choices = text
+#define CHOICES_NAME(id, text) .choices = text
+#define CHOICES_PATH(id, text) .choices = text
 
 static const struct hz_option_desc descs[HZ_OPT_COUNT] = {
-#define HZ_OPTION(id, type, def, min, max, choices, doc) \
-	[HZ_OPT_##id] = { "HUGEZERO_" #id, HZ_OPT_##type, def, min, max, choices, doc },
+#define HZ_OPTION(id, field, type_, def_, min_, max_, choices_, doc_) \
+	[HZ_OPT_##id] = { .env = "HUGEZERO_" #id, .type = HZ_OPT_##type_, .def = (def_), \
+			  .min = (min_), .max = (max_), CHOICES_##type_(id, choices_), .doc = (doc_) },
 #include "options.def"
 #undef HZ_OPTION
 };
-
-struct option_value {
-	uint64_t num;
-	char text[HZ_OPTION_TEXT_MAX];
-	enum hz_option_source source;
-};
-
-static struct option_value values[HZ_OPT_COUNT];
-
-enum { UNLOADED, LOADING, LOADED };
-static int load_state = UNLOADED;
-/* Set while this thread loads, so a re-entrant read gets the defaults
- * instead of waiting for itself. */
-static __thread bool loading_here;
 
 const struct hz_option_desc *hz_option_desc(enum hz_option_id id)
 {
@@ -104,22 +111,14 @@ static int parse_bool(const char *s, uint64_t *out)
 	return -EINVAL;
 }
 
-/* choices is "a|b|c"; the value is the index of the matching word. */
-static int parse_enum(const char *s, const char *choices, uint64_t *out)
+/* The value is the index of the matching word, any case. */
+static int parse_enum(const char *s, const struct hz_option_desc *desc, uint64_t *out)
 {
-	size_t len = strlen(s);
-	uint64_t index = 0;
-
-	for (const char *c = choices; *c; index++) {
-		size_t wlen = strcspn(c, "|");
-
-		if (wlen == len && strncasecmp(c, s, len) == 0) {
-			*out = index;
+	for (unsigned i = 0; i < desc->word_count; i++) {
+		if (strcasecmp(desc->words[i], s) == 0) {
+			*out = i;
 			return 0;
 		}
-		c += wlen;
-		if (*c == '|')
-			c++;
 	}
 	return -EINVAL;
 }
@@ -174,7 +173,7 @@ int hz_option_parse(const struct hz_option_desc *desc, const char *text,
 		ret = parse_bool(text, &v);
 		break;
 	case HZ_OPT_ENUM:
-		ret = parse_enum(text, desc->choices, &v);
+		ret = parse_enum(text, desc, &v);
 		break;
 	case HZ_OPT_NAME:
 		ret = parse_name(text, text_out);
@@ -194,9 +193,10 @@ int hz_option_parse(const struct hz_option_desc *desc, const char *text,
 	return ret;
 }
 
-/* The first 64 bytes of an environment value, printable: anything else
- * (control characters, bytes of a mangled encoding) as \xNN, so a bad
- * value cannot write terminal escapes into the program's stderr. */
+/* The first 64 bytes of a value from the environment or the command line,
+ * printable: anything else (control characters, bytes of a mangled
+ * encoding) as \xNN, so a bad value cannot write terminal escapes into the
+ * program's stderr. */
 static const char *printable(const char *value, char *out, size_t size)
 {
 	size_t o = 0;
@@ -213,78 +213,12 @@ static const char *printable(const char *value, char *out, size_t size)
 	return out;
 }
 
-static void load_one(enum hz_option_id id)
+void hz_option_explain(const struct hz_option_desc *desc, const char *text,
+		       int ret, char *out, size_t size)
 {
-	const struct hz_option_desc *d = &descs[id];
-	struct option_value *val = &values[id];
-	const char *env = secure_getenv(d->env);
 	char shown[64 * 4 + 1];
-	int ret;
 
-	/* Defaults in the table are valid by construction (tests check it). */
-	hz_option_parse(d, d->def, &val->num, val->text);
-	val->source = HZ_SRC_DEFAULT;
-	if (env == NULL)
-		return;
-	ret = hz_option_parse(d, env, &val->num, val->text);
-	if (ret == 0) {
-		val->source = HZ_SRC_ENV;
-		return;
-	}
-	hz_option_parse(d, d->def, &val->num, val->text);
-	val->source = HZ_SRC_INVALID_ENV;
-	hz_warn("%s=%s is %s (valid: %s); using the default %s", d->env,
-		printable(env, shown, sizeof(shown)), ret == -ERANGE ? "out of range" : "not valid", d->choices, d->def);
-}
-
-static void load_all(void)
-{
-	loading_here = true;
-	for (unsigned id = 0; id < HZ_OPT_COUNT; id++)
-		load_one((enum hz_option_id)id);
-	hz_log_set_level((int)values[HZ_OPT_VERBOSE].num);
-	loading_here = false;
-}
-
-static void ensure_loaded(void)
-{
-	int expected = UNLOADED;
-
-	if (__atomic_load_n(&load_state, __ATOMIC_ACQUIRE) == LOADED ||
-	    loading_here)
-		return;
-	if (__atomic_compare_exchange_n(&load_state, &expected, LOADING, false,
-					__ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
-		load_all();
-		__atomic_store_n(&load_state, LOADED, __ATOMIC_RELEASE);
-		return;
-	}
-	/* Another thread is reading the environment: a few microseconds. */
-	while (__atomic_load_n(&load_state, __ATOMIC_ACQUIRE) != LOADED)
-		hz_cpu_relax();
-}
-
-uint64_t hz_option_u64(enum hz_option_id id)
-{
-	ensure_loaded();
-	return values[id].num;
-}
-
-const char *hz_option_str(enum hz_option_id id)
-{
-	ensure_loaded();
-	return values[id].text;
-}
-
-enum hz_option_source hz_option_source(enum hz_option_id id)
-{
-	ensure_loaded();
-	return values[id].source;
-}
-
-void hz_options_reload(void)
-{
-	__atomic_store_n(&load_state, LOADING, __ATOMIC_RELAXED);
-	load_all();
-	__atomic_store_n(&load_state, LOADED, __ATOMIC_RELEASE);
+	snprintf(out, size, "%s=%s is %s (valid: %s)", desc->env,
+		 printable(text, shown, sizeof(shown)),
+		 ret == -ERANGE ? "out of range" : "not valid", desc->choices);
 }

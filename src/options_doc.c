@@ -83,3 +83,17 @@ size_t hz_options_man(char *buf, size_t size)
 	}
 	return used;
 }
+
+int hz_options_man_choices(const char *id, size_t id_len, char *buf, size_t size)
+{
+	for (unsigned i = 0; i < HZ_OPT_COUNT; i++) {
+		const struct hz_option_desc *d = hz_option_desc((enum hz_option_id)i);
+		const char *suffix = d->env + strlen("HUGEZERO_");
+
+		if (strlen(suffix) == id_len && strncmp(suffix, id, id_len) == 0) {
+			escape_roff(d->choices, buf, size);
+			return 0;
+		}
+	}
+	return -1;
+}

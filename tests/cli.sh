@@ -34,6 +34,22 @@ check "run of a missing command exits 127" [ "$(status_of "$hz" run no-such-comm
 check "run of something not executable exits 126" [ "$(status_of "$hz" run /tmp)" = 126 ]
 check "run rejects a bad --backing value (2)" [ "$(status_of "$hz" run --backing huge true)" = 2 ]
 check "run rejects a bad --threshold value (2)" [ "$(status_of "$hz" run --threshold 12Q true)" = 2 ]
+check "run rejects a bad --exec value (2)" [ "$(status_of "$hz" run --exec fast true)" = 2 ]
+check "a bad --exec value names the valid choices, as the variable's warning does" \
+	bash -c "'$hz' run --exec fast true 2>&1 >/dev/null |
+		grep -qF -- '--exec: HUGEZERO_EXEC=fast is not valid (valid: off|advise|remap)' &&
+		HUGEZERO_EXEC=fast '$hz' status 2>&1 >/dev/null |
+		grep -qF 'HUGEZERO_EXEC=fast is not valid (valid: off|advise|remap); using the default'"
+check "a bad --prezero value names the valid choices" \
+	bash -c "'$hz' run --prezero later true 2>&1 | grep -qF 'HUGEZERO_PREZERO=later is not valid (valid: thread|sync|off)'"
+check "an out-of-range --threshold says so" \
+	bash -c "'$hz' run --threshold 1K true 2>&1 | grep -qF 'HUGEZERO_THRESHOLD=1K is out of range (valid: 4K..1T)'"
+check "a value flag without its value is a usage error (2)" \
+	bash -c "[ \"\$('$hz' run --exec 2>&1 >/dev/null; echo \$?)\" = \"\$(printf 'hugezero run: --exec needs a value (off|advise|remap)\\n2')\" ]"
+check "run --help lists each choice option's words from the table" \
+	bash -c "'$hz' run --help | grep -qF -- '--backing auto|hugetlb1g|hugetlb2m|thp|none' &&
+		'$hz' run --help | grep -qF -- '--prezero thread|sync|off' &&
+		'$hz' run --help | grep -qF -- '--exec off|advise|remap'"
 check "run rejects an unknown option (2)" [ "$(status_of "$hz" run --frob true)" = 2 ]
 check "run without a command is a usage error (2)" [ "$(status_of "$hz" run --stats)" = 2 ]
 check "run puts the preload in LD_PRELOAD" \
@@ -45,6 +61,10 @@ check "run maps flags to HUGEZERO_* variables" \
 	bash -c "'$hz' run --backing thp --threshold 4M --prezero sync --stats -vv sh -c \
 		'echo \$HUGEZERO_BACKING \$HUGEZERO_THRESHOLD \$HUGEZERO_PREZERO \$HUGEZERO_STATS \$HUGEZERO_VERBOSE' 2>/dev/null |
 		grep -qx 'thp 4M sync 1 2'"
+check "run maps --exec, --populate and --no-populate to HUGEZERO_* variables" \
+	bash -c "'$hz' run --exec remap --populate sh -c 'echo \$HUGEZERO_EXEC \$HUGEZERO_POPULATE' 2>/dev/null |
+		grep -qx 'remap 1' &&
+		'$hz' run --populate --no-populate sh -c 'echo \$HUGEZERO_POPULATE' 2>/dev/null | grep -qx 0"
 check "run --stats reports at exit, even when the program closed stderr" \
 	bash -c "'$hz' run --stats /bin/true 2>&1 | grep -q 'hugezero: stats for pid'"
 check "status exits 0 and ends with advice" bash -c "'$hz' status | grep -q '^advice'"

@@ -16,6 +16,7 @@
 
 #include <hugezero.h>
 
+#include "config.h"
 #include "options.h"
 #include "prim/features.h"
 #include "prim/prim.h"
@@ -39,40 +40,107 @@ static const char usage_main[] =
 	"exit status: run passes the command's through; 0 success, 2 usage error,\n"
 	"126 command not executable, 127 command not found, 1 other errors.\n";
 
-static const char usage_run[] =
-	"usage: hugezero run [OPTIONS] [--] CMD [ARGS...]\n"
-	"\n"
-	"Runs CMD with libhugezero-preload.so appended to LD_PRELOAD; each option\n"
-	"sets the HUGEZERO_* variable named after it (see hugezero(7)).\n"
-	"\n"
-	"  --backing auto|hugetlb1g|hugetlb2m|thp|none   HUGEZERO_BACKING\n"
-	"  --threshold SIZE        HUGEZERO_THRESHOLD, e.g. 2M (default), 512K\n"
-	"  --populate              HUGEZERO_POPULATE=1: fault new blocks in at once\n"
-	"  --no-populate           HUGEZERO_POPULATE=0 (default)\n"
-	"  --prezero thread|sync|off   HUGEZERO_PREZERO\n"
-	"  --exec off|advise|remap     HUGEZERO_EXEC\n"
-	"  --stats                 HUGEZERO_STATS=1: a summary on stderr at exit\n"
-	"  --verbose, -v           HUGEZERO_VERBOSE=1; twice for 2\n"
-	"  --help                  this text\n";
+/* The options of `run`. Each sets one HUGEZERO_* variable through its
+ * entry in the options table, which checks the value and names the
+ * choices, so the command and the variable accept and refuse the same. */
+struct run_flag {
+	const char *flag;
+	enum hz_option_id id;
+	const char *fixed; /* the value it sets; NULL: the next argument */
+	const char *help;  /* NULL: none beyond the variable */
+};
 
-/* Check value against the option's table entry and export it. */
+static const struct run_flag run_flags[] = {
+	{ "--backing", HZ_OPT_BACKING, NULL, NULL },
+	{ "--threshold", HZ_OPT_THRESHOLD, NULL, "e.g. 512K" },
+	{ "--populate", HZ_OPT_POPULATE, "1", "fault new blocks in at once" },
+	{ "--no-populate", HZ_OPT_POPULATE, "0", NULL },
+	{ "--prezero", HZ_OPT_PREZERO, NULL, NULL },
+	{ "--exec", HZ_OPT_EXEC, NULL, NULL },
+	{ "--stats", HZ_OPT_STATS, "1", "a summary on stderr at exit" },
+};
+
+#define RUN_FLAG_COUNT (sizeof(run_flags) / sizeof(run_flags[0]))
+
+static void usage_line(FILE *out, const char *left, const char *right)
+{
+	if (strlen(left) < 24)
+		fprintf(out, "  %-24s%s\n", left, right);
+	else
+		fprintf(out, "  %s\n  %-24s%s\n", left, "", right);
+}
+
+static void usage_flag(FILE *out, const struct run_flag *f)
+{
+	const struct hz_option_desc *d = hz_option_desc(f->id);
+	char left[128], right[256];
+	int n;
+
+	if (f->fixed) {
+		snprintf(left, sizeof(left), "%s", f->flag);
+		n = snprintf(right, sizeof(right), "%s=%s", d->env, f->fixed);
+	} else {
+		/* An ENUM lists its words; the others name their kind. */
+		snprintf(left, sizeof(left), "%s %s", f->flag,
+			 d->type == HZ_OPT_ENUM ? d->choices : "SIZE");
+		n = snprintf(right, sizeof(right), "%s", d->env);
+	}
+	if (f->help)
+		n += snprintf(right + n, sizeof(right) - (size_t)n, "%s %s",
+			      f->fixed ? ":" : ",", f->help);
+	if ((f->fixed && strcmp(f->fixed, d->def) == 0) ||
+	    (!f->fixed && d->type != HZ_OPT_ENUM))
+		snprintf(right + n, sizeof(right) - (size_t)n, " (default%s%s)",
+			 f->fixed ? "" : " ", f->fixed ? "" : d->def);
+	usage_line(out, left, right);
+}
+
+static void usage_run(FILE *out)
+{
+	char verbose[64];
+
+	fputs("usage: hugezero run [OPTIONS] [--] CMD [ARGS...]\n"
+	      "\n"
+	      "Runs CMD with libhugezero-preload.so appended to LD_PRELOAD; each option\n"
+	      "sets the HUGEZERO_* variable named after it (see hugezero(7)).\n"
+	      "\n", out);
+	for (size_t i = 0; i < RUN_FLAG_COUNT; i++)
+		usage_flag(out, &run_flags[i]);
+	snprintf(verbose, sizeof(verbose), "%s=1; twice for 2",
+		 hz_option_desc(HZ_OPT_VERBOSE)->env);
+	usage_line(out, "--verbose, -v", verbose);
+	usage_line(out, "--help", "this text");
+}
+
+/* Check value against the option's table entry and export it. A refused
+ * value reads as the environment's warning would say it. */
 static int set_option(const char *flag, enum hz_option_id id, const char *value)
 {
 	const struct hz_option_desc *d = hz_option_desc(id);
-	char text[HZ_OPTION_TEXT_MAX];
+	char text[HZ_OPTION_TEXT_MAX], why[512];
 	uint64_t v;
+	int ret;
 
 	if (value == NULL) {
 		fprintf(stderr, "hugezero run: %s needs a value (%s)\n", flag, d->choices);
 		return -1;
 	}
-	if (hz_option_parse(d, value, &v, text) != 0) {
-		fprintf(stderr, "hugezero run: %s '%s' is not valid; expected %s\n", flag,
-			value, d->choices);
+	ret = hz_option_parse(d, value, &v, text);
+	if (ret != 0) {
+		hz_option_explain(d, value, ret, why, sizeof(why));
+		fprintf(stderr, "hugezero run: %s: %s\n", flag, why);
 		return -1;
 	}
 	setenv(d->env, value, 1);
 	return 0;
+}
+
+static const struct run_flag *find_flag(const char *arg)
+{
+	for (size_t i = 0; i < RUN_FLAG_COUNT; i++)
+		if (strcmp(arg, run_flags[i].flag) == 0)
+			return &run_flags[i];
+	return NULL;
 }
 
 /* The preload sits next to the libhugezero.so this program runs with,
@@ -129,7 +197,7 @@ static int cmd_run(int argc, char **argv)
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
-		int used_next = 1, ret = 0;
+		const struct run_flag *f = find_flag(a);
 
 		if (strcmp(a, "--") == 0) {
 			i++;
@@ -138,49 +206,29 @@ static int cmd_run(int argc, char **argv)
 		if (a[0] != '-')
 			break;
 		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			fputs(usage_run, stdout);
+			usage_run(stdout);
 			return 0;
-		} else if (strcmp(a, "--backing") == 0) {
-			ret = set_option(a, HZ_OPT_BACKING, next);
-		} else if (strcmp(a, "--threshold") == 0) {
-			ret = set_option(a, HZ_OPT_THRESHOLD, next);
-		} else if (strcmp(a, "--prezero") == 0) {
-			ret = set_option(a, HZ_OPT_PREZERO, next);
-		} else if (strcmp(a, "--exec") == 0) {
-			if (!next || (strcmp(next, "off") && strcmp(next, "advise") &&
-				      strcmp(next, "remap"))) {
-				fprintf(stderr, "hugezero run: --exec expects off|advise|remap\n");
-				ret = -1;
-			} else {
-				setenv("HUGEZERO_EXEC", next, 1);
-			}
-		} else {
-			used_next = 0;
-			if (strcmp(a, "--populate") == 0)
-				setenv("HUGEZERO_POPULATE", "1", 1);
-			else if (strcmp(a, "--no-populate") == 0)
-				setenv("HUGEZERO_POPULATE", "0", 1);
-			else if (strcmp(a, "--stats") == 0)
-				setenv("HUGEZERO_STATS", "1", 1);
-			else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0)
-				verbose = verbose < 2 ? verbose + 1 : 2;
-			else if (strcmp(a, "-vv") == 0)
-				verbose = 2;
-			else {
-				fprintf(stderr, "hugezero run: unknown option '%s'\n%s", a, usage_run);
+		} else if (f) {
+			if (set_option(a, f->id, f->fixed ? f->fixed : next) != 0)
 				return EXIT_USAGE;
-			}
-		}
-		if (ret != 0)
+			i += f->fixed ? 0 : 1;
+		} else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) {
+			verbose = verbose < 2 ? verbose + 1 : 2;
+		} else if (strcmp(a, "-vv") == 0) {
+			verbose = 2;
+		} else {
+			fprintf(stderr, "hugezero run: unknown option '%s'\n", a);
+			usage_run(stderr);
 			return EXIT_USAGE;
-		i += used_next;
+		}
 	}
 	if (i >= argc) {
-		fprintf(stderr, "hugezero run: no command given\n%s", usage_run);
+		fprintf(stderr, "hugezero run: no command given\n");
+		usage_run(stderr);
 		return EXIT_USAGE;
 	}
-	if (verbose)
-		setenv("HUGEZERO_VERBOSE", verbose == 1 ? "1" : "2", 1);
+	if (verbose && set_option("--verbose", HZ_OPT_VERBOSE, verbose == 1 ? "1" : "2") != 0)
+		return EXIT_USAGE;
 	if (append_preload() != 0)
 		return 1;
 	execvp(argv[i], argv + i);
@@ -291,7 +339,7 @@ static void show_clearing(void)
 		       ok ? "available" : "unavailable: ", ok ? "" : why);
 	}
 	printf("  auto: %s below HUGEZERO_CLEAR_NT_MIN (%llu bytes), %s from there on\n",
-	       hz_clear_kernel_for(1), (unsigned long long)hz_option_u64(HZ_OPT_CLEAR_NT_MIN),
+	       hz_clear_kernel_for(1), (unsigned long long)hz_config()->clear_nt_min,
 	       hz_clear_kernel_for((size_t)1 << 30));
 }
 
@@ -299,7 +347,6 @@ static void format_value(enum hz_option_id id, char *out, size_t size)
 {
 	const struct hz_option_desc *d = hz_option_desc(id);
 	uint64_t v = hz_option_u64(id);
-	const char *c = d->choices;
 
 	switch (d->type) {
 	case HZ_OPT_SIZE: {
@@ -315,9 +362,7 @@ static void format_value(enum hz_option_id id, char *out, size_t size)
 		break;
 	}
 	case HZ_OPT_ENUM:
-		for (uint64_t i = 0; i < v && strchr(c, '|'); i++)
-			c = strchr(c, '|') + 1;
-		snprintf(out, size, "%.*s", (int)strcspn(c, "|"), c);
+		snprintf(out, size, "%s", v < d->word_count ? d->words[v] : "?");
 		break;
 	case HZ_OPT_NAME:
 	case HZ_OPT_PATH:

@@ -2,7 +2,10 @@
  *   options-doc                 the README's option table (Markdown)
  *   options-doc --man TEMPLATE  TEMPLATE with the line "@OPTIONS@" replaced
  *                               by man(7) paragraphs, "@VERSION@" by the
- *                               version (for hugezero.7 and hugezero.1)
+ *                               version and "@CHOICES:BACKING@" by the
+ *                               valid values of HUGEZERO_BACKING (for
+ *                               hugezero.7 and hugezero.1); any other
+ *                               @...@ is an error
  * The test options_table_matches_readme fails when README.md differs. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,23 +23,46 @@ static char *render(size_t (*fn)(char *, size_t))
 	return buf;
 }
 
-static void put_line(const char *line, const char *options)
+/* Write one template line with its @...@ tokens replaced. Returns -1 for
+ * a token it does not know, so a typo fails the build. */
+static int put_line(const char *line, const char *options)
 {
-	const char *at = strstr(line, "@VERSION@");
+	static const char choices[] = "@CHOICES:";
+	const char *at, *end;
+	char buf[256];
 
 	if (strcmp(line, "@OPTIONS@\n") == 0) {
 		fputs(options, stdout);
-	} else if (at) {
-		printf("%.*s%s%s", (int)(at - line), line, HZ_VERSION, at + strlen("@VERSION@"));
-	} else {
-		fputs(line, stdout);
+		return 0;
 	}
+	while ((at = strchr(line, '@')) != NULL) {
+		fwrite(line, 1, (size_t)(at - line), stdout);
+		end = strchr(at + 1, '@');
+		if (end == NULL)
+			break;
+		if (strncmp(at, "@VERSION@", (size_t)(end - at + 1)) == 0) {
+			fputs(HZ_VERSION, stdout);
+		} else if (strncmp(at, choices, strlen(choices)) == 0 &&
+			   hz_options_man_choices(at + strlen(choices),
+						  (size_t)(end - at) - strlen(choices),
+						  buf, sizeof(buf)) == 0) {
+			fputs(buf, stdout);
+		} else {
+			fprintf(stderr, "options-doc: unknown %.*s in the template\n",
+				(int)(end - at + 1), at);
+			return -1;
+		}
+		line = end + 1;
+	}
+	fputs(line, stdout);
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	char *text, line[4096];
 	FILE *in;
+	int ret = 0;
 
 	if (argc == 1) {
 		text = render(hz_options_markdown);
@@ -57,8 +83,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	while (fgets(line, sizeof(line), in))
-		put_line(line, text);
+		if (put_line(line, text) != 0)
+			ret = 1;
 	fclose(in);
 	free(text);
-	return 0;
+	return ret;
 }

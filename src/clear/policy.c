@@ -1,11 +1,12 @@
 #include "policy.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
+#include "../config.h"
 #include "../cpu/cpu.h"
 #include "../log.h"
-#include "../options.h"
 
 /* Preference for automatic choice, best first; the first runnable one wins.
  * The figures behind the order are in bench/RESULTS.md. */
@@ -24,8 +25,17 @@ static const char *const auto_cached[] = { "memset" };
 static const char *const auto_nt[] = { "memset" };
 #endif
 
-static struct hz_clear_policy current;
-static int current_ready;
+struct choice {
+	const struct hz_clear_kernel *cached, *nt;
+	bool forced;
+};
+
+/* The kernels chosen for the configuration snapshot of generation
+ * chosen_generation (0: none yet): from HUGEZERO_CLEAR and the CPU, or
+ * forced by hz_clear_set_kernel until the snapshot is replaced. nt_min and
+ * radius are not kept: hz_clear_policy_load reads them from the snapshot. */
+static struct choice chosen;
+static uint64_t chosen_generation;
 
 const struct hz_clear_kernel *hz_clear_kernel_find(const char *name)
 {
@@ -56,74 +66,71 @@ static const struct hz_clear_kernel *first_usable(const char *const *names,
 	return &hz_clear_kernels[0]; /* memset runs everywhere */
 }
 
-static void store(const struct hz_clear_policy *p)
+static void store(const struct choice *k, uint64_t generation)
 {
-	__atomic_store_n(&current.cached, p->cached, __ATOMIC_RELAXED);
-	__atomic_store_n(&current.nt, p->nt, __ATOMIC_RELAXED);
-	__atomic_store_n(&current.nt_min, p->nt_min, __ATOMIC_RELAXED);
-	__atomic_store_n(&current.radius, p->radius, __ATOMIC_RELAXED);
-	__atomic_store_n(&current.forced, p->forced, __ATOMIC_RELAXED);
-	__atomic_store_n(&current_ready, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&chosen.cached, k->cached, __ATOMIC_RELAXED);
+	__atomic_store_n(&chosen.nt, k->nt, __ATOMIC_RELAXED);
+	__atomic_store_n(&chosen.forced, k->forced, __ATOMIC_RELAXED);
+	__atomic_store_n(&chosen_generation, generation, __ATOMIC_RELEASE);
 }
 
-static void make_auto(struct hz_clear_policy *p)
+static void make_auto(struct choice *k)
 {
-	p->cached = first_usable(auto_cached, sizeof(auto_cached) / sizeof(auto_cached[0]));
-	p->nt = first_usable(auto_nt, sizeof(auto_nt) / sizeof(auto_nt[0]));
-	p->nt_min = (size_t)hz_option_u64(HZ_OPT_CLEAR_NT_MIN);
-	p->radius = (unsigned)hz_option_u64(HZ_OPT_CLEAR_RADIUS);
-	p->forced = false;
+	k->cached = first_usable(auto_cached, sizeof(auto_cached) / sizeof(auto_cached[0]));
+	k->nt = first_usable(auto_nt, sizeof(auto_nt) / sizeof(auto_nt[0]));
+	k->forced = false;
 }
 
-static void force_kernel(struct hz_clear_policy *p, const struct hz_clear_kernel *k)
+static void force_kernel(struct choice *k, const struct hz_clear_kernel *kernel)
 {
-	p->cached = k;
-	p->nt = k;
-	p->forced = true;
+	k->cached = kernel;
+	k->nt = kernel;
+	k->forced = true;
 }
 
-/* The automatic policy, overridden by HUGEZERO_CLEAR when that names a
+/* The automatic choice, overridden by HUGEZERO_CLEAR when that names a
  * kernel this CPU runs; otherwise one warning and auto. */
-static void compute_from_options(void)
+static void choose_from(const struct hz_config *c)
 {
-	const char *name = hz_option_str(HZ_OPT_CLEAR);
 	const struct hz_clear_kernel *k;
-	struct hz_clear_policy p;
+	struct choice p;
 
 	make_auto(&p);
-	if (strcmp(name, "auto") != 0) {
-		k = hz_clear_kernel_find(name);
+	if (strcmp(c->clear, "auto") != 0) {
+		k = hz_clear_kernel_find(c->clear);
 		if (k == NULL)
 			hz_warn("HUGEZERO_CLEAR=%s is not a clearing kernel of this "
-				"architecture (see `hugezero status`); using auto", name);
+				"architecture (see `hugezero status`); using auto", c->clear);
 		else if (hz_clear_kernel_missing(k))
 			hz_warn("HUGEZERO_CLEAR=%s cannot run here: %s; using auto",
-				name, hz_clear_kernel_missing(k));
+				c->clear, hz_clear_kernel_missing(k));
 		else
 			force_kernel(&p, k);
 	}
 	hz_debug("clear: cached kernel %s, non-temporal kernel %s from %zu bytes",
-		 p.cached->name, p.nt->name, p.nt_min);
-	store(&p);
+		 p.cached->name, p.nt->name, c->clear_nt_min);
+	store(&p, c->generation);
 }
 
 void hz_clear_policy_load(struct hz_clear_policy *out)
 {
-	/* Racing first callers compute the same answer; the warning for a bad
+	const struct hz_config *c = hz_config();
+
+	/* Racing first callers choose the same kernels; the warning for a bad
 	 * HUGEZERO_CLEAR may then appear twice, which is acceptable. */
-	if (!__atomic_load_n(&current_ready, __ATOMIC_ACQUIRE))
-		compute_from_options();
-	out->cached = __atomic_load_n(&current.cached, __ATOMIC_RELAXED);
-	out->nt = __atomic_load_n(&current.nt, __ATOMIC_RELAXED);
-	out->nt_min = __atomic_load_n(&current.nt_min, __ATOMIC_RELAXED);
-	out->radius = __atomic_load_n(&current.radius, __ATOMIC_RELAXED);
-	out->forced = __atomic_load_n(&current.forced, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&chosen_generation, __ATOMIC_ACQUIRE) != c->generation)
+		choose_from(c);
+	out->cached = __atomic_load_n(&chosen.cached, __ATOMIC_RELAXED);
+	out->nt = __atomic_load_n(&chosen.nt, __ATOMIC_RELAXED);
+	out->forced = __atomic_load_n(&chosen.forced, __ATOMIC_RELAXED);
+	out->nt_min = c->clear_nt_min;
+	out->radius = (unsigned)c->clear_radius;
 }
 
 int hz_clear_policy_force(const char *name)
 {
 	const struct hz_clear_kernel *k = NULL;
-	struct hz_clear_policy p;
+	struct choice p;
 
 	if (name != NULL && strcmp(name, "auto") != 0) {
 		k = hz_clear_kernel_find(name);
@@ -135,11 +142,11 @@ int hz_clear_policy_force(const char *name)
 	make_auto(&p);
 	if (k)
 		force_kernel(&p, k);
-	store(&p);
+	store(&p, hz_config()->generation);
 	return 0;
 }
 
 void hz_clear_policy_reset(void)
 {
-	compute_from_options();
+	choose_from(hz_config());
 }

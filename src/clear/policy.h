@@ -1,5 +1,6 @@
-/* Which kernel clears what: chosen once from the CPU and the options, or
- * forced by HUGEZERO_CLEAR / hz_clear_set_kernel. */
+/* Which kernel clears what: chosen from the CPU and the configuration
+ * snapshot (config.h) once per snapshot, or forced by HUGEZERO_CLEAR /
+ * hz_clear_set_kernel. */
 #ifndef HZ_CLEAR_POLICY_H
 #define HZ_CLEAR_POLICY_H
 
@@ -16,7 +17,9 @@ struct hz_clear_policy {
 	bool forced;                          /* one kernel for everything */
 };
 
-/* A snapshot of the current policy, computed on first use. */
+/* The policy in effect: the kernels chosen for the current configuration
+ * snapshot (on first use, and again once hz_options_reload replaced it),
+ * with the snapshot's nt_min and radius. */
 void hz_clear_policy_load(struct hz_clear_policy *out);
 
 /* The kernel for one pass of len bytes under policy p. */
@@ -26,11 +29,14 @@ hz_clear_policy_pick(const struct hz_clear_policy *p, size_t len)
 	return len >= p->nt_min ? p->nt : p->cached;
 }
 
-/* Force a kernel by name, or NULL/"auto" for the automatic choice.
- * Returns 0, -EINVAL (unknown name) or -ENOTSUP (not runnable here). */
+/* Force a kernel by name, or NULL/"auto" for the automatic choice, until
+ * the configuration snapshot is replaced. Returns 0, -EINVAL (unknown
+ * name) or -ENOTSUP (not runnable here). */
 int hz_clear_policy_force(const char *name);
 
-/* Recompute from the options (tests, after hz_options_reload). */
+/* Choose again from the options now, dropping a forced kernel (tests:
+ * hz_clear_policy_load would do it after hz_options_reload anyway, but
+ * this prints a bad HUGEZERO_CLEAR's warning at once). */
 void hz_clear_policy_reset(void);
 
 const struct hz_clear_kernel *hz_clear_kernel_find(const char *name);

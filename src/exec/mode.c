@@ -1,15 +1,10 @@
-/* HUGEZERO_EXEC and HUGEZERO_EXEC_PERFMAP, from the options table, and the
- * architecture's default mode. */
+/* HUGEZERO_EXEC and HUGEZERO_EXEC_PERFMAP, from the configuration snapshot,
+ * and the architecture's default mode. */
 
+#include "../config.h"
 #include "../log.h"
-#include "../options.h"
 #include "../prim/os.h"
 #include "exec.h"
-
-enum { UNREAD = -1 };
-
-static int mode_value = UNREAD;
-static int perfmap_value = UNREAD;
 
 static const char *const mode_names[] = {
 	[HZ_EXEC_OFF] = "off",
@@ -24,7 +19,8 @@ const char *hz_exec_mode_name(enum hz_exec_mode mode)
 		       ? mode_names[mode] : "?";
 }
 
-/* arm64 with Linux 6.16+ reads exec text in 64 KiB folios on its own. */
+/* arm64 with Linux 6.16+ reads exec text in 64 KiB folios on its own. A
+ * fact of the running kernel, not of the options: asked once. */
 static enum hz_exec_mode default_mode(void)
 {
 #if defined(__aarch64__)
@@ -36,50 +32,34 @@ static enum hz_exec_mode default_mode(void)
 	return HZ_EXEC_ADVISE;
 }
 
-static int read_mode(void)
+enum hz_exec_mode hz_exec_mode(void)
 {
+	const struct hz_config *c = hz_config();
+
 	/* HUGEZERO_DISABLE=1 makes all of hugezero a pass-through. */
-	if (hz_option_u64(HZ_OPT_DISABLE))
+	if (c->disable)
 		return HZ_EXEC_OFF;
 	/* Unset or invalid (the table warned): the architecture's default,
 	 * which is report-only on arm64 kernels that do this themselves. */
-	if (hz_option_source(HZ_OPT_EXEC) != HZ_SRC_ENV)
+	if (c->source[HZ_OPT_EXEC] != HZ_SRC_ENV)
 		return default_mode();
-	return (int)hz_option_u64(HZ_OPT_EXEC);
-}
-
-static int read_perfmap(void)
-{
-	return (int)hz_option_u64(HZ_OPT_EXEC_PERFMAP);
-}
-
-enum hz_exec_mode hz_exec_mode(void)
-{
-	int v = __atomic_load_n(&mode_value, __ATOMIC_ACQUIRE);
-
-	if (v == UNREAD) {
-		/* Two threads may both read: same answer, one extra warning
-		 * at worst, and only before start-up finished. */
-		v = read_mode();
-		__atomic_store_n(&mode_value, v, __ATOMIC_RELEASE);
+	switch (c->exec) {
+	case HZ_EXEC_OPT_OFF:
+		return HZ_EXEC_OFF;
+	case HZ_EXEC_OPT_REMAP:
+		return HZ_EXEC_REMAP;
+	case HZ_EXEC_OPT_ADVISE:
+	default:
+		return HZ_EXEC_ADVISE;
 	}
-	return (enum hz_exec_mode)v;
 }
 
 bool hz_exec_perfmap_enabled(void)
 {
-	int v = __atomic_load_n(&perfmap_value, __ATOMIC_ACQUIRE);
-
-	if (v == UNREAD) {
-		v = read_perfmap();
-		__atomic_store_n(&perfmap_value, v, __ATOMIC_RELEASE);
-	}
-	return v != 0;
+	return hz_config()->exec_perfmap;
 }
 
 void hz_exec_options_reload(void)
 {
 	hz_options_reload();
-	__atomic_store_n(&mode_value, UNREAD, __ATOMIC_RELEASE);
-	__atomic_store_n(&perfmap_value, UNREAD, __ATOMIC_RELEASE);
 }

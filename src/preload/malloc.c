@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "../blocks.h"
+#include "../config.h"
 #include "../recycle.h"
 #include "../range.h"
 #include "../stats.h"
@@ -15,9 +16,15 @@
 /* 4 KiB: valloc/pvalloc's page, as glibc uses on x86_64 and most arm64. */
 #define PAGE ((size_t)4096)
 
+/* HUGEZERO_THRESHOLD: one plain load on the small-request path. */
+static inline size_t threshold(void)
+{
+	return __atomic_load_n(&hz_config_threshold, __ATOMIC_RELAXED);
+}
+
 static inline int is_large(size_t size)
 {
-	return size >= hz_preload_threshold &&
+	return size >= threshold() &&
 	       __atomic_load_n(&hz_preload_active, __ATOMIC_RELAXED);
 }
 
@@ -111,7 +118,7 @@ HZ_PRIVATE_API void *hz_preload_realloc(hz_resolve_fn r, void *p, size_t size)
 			hz_preload_free(r, p);
 			return NULL;
 		}
-		if (size < hz_preload_threshold)
+		if (size < threshold())
 			return move_across(p, hz_blocks_usable(p), size, 0);
 		if (hz_blocks_resize(p, size, &q) == 0)
 			return q;

@@ -7,8 +7,8 @@
 #include <sys/mman.h>
 
 #include "../blocks.h"
+#include "../config.h"
 #include "../log.h"
-#include "../options.h"
 #include "../prim/prim.h"
 #include "../range.h"
 #include "../stats.h"
@@ -27,10 +27,11 @@ static int wants_alignment(void *addr, size_t len, int prot, int flags)
 
 	return addr == NULL && (flags & MAP_ANONYMOUS) &&
 	       (flags & MAP_TYPE) == MAP_PRIVATE && !(flags & special) &&
-	       (prot & PROT_WRITE) && len >= hz_preload_threshold &&
+	       (prot & PROT_WRITE) &&
+	       len >= __atomic_load_n(&hz_config_threshold, __ATOMIC_RELAXED) &&
 	       len <= SIZE_MAX - 2 * THP_SIZE &&
 	       __atomic_load_n(&hz_preload_active, __ATOMIC_RELAXED) &&
-	       hz_option_u64(HZ_OPT_MMAP);
+	       hz_config()->mmap;
 }
 
 static int trim(uintptr_t from, uintptr_t to)

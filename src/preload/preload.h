@@ -63,8 +63,6 @@ extern struct hz_next hz_next;
 /* Large requests go to hugezero only when this is true: set up done,
  * HUGEZERO_DISABLE off and the reservation made. */
 extern int hz_preload_active;
-/* HUGEZERO_THRESHOLD, cached for the hot path. */
-extern size_t hz_preload_threshold;
 
 /* Make sure start-up ran. Returns 0 when this thread is inside start-up
  * itself (dlsym calling calloc): the caller must use hz_next, which then

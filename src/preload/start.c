@@ -20,7 +20,6 @@ enum { NEW, STARTING, READY };
 int hz_preload_active;
 /* Start-up ran (not HUGEZERO_DISABLE): the exit report is due. */
 static int reporting;
-size_t hz_preload_threshold = (size_t)-1;
 
 static int state = NEW;
 /* This thread is running start-up: its nested calls use the bootstrap. */
@@ -127,7 +126,6 @@ static void start(hz_resolve_fn resolve)
 		return;
 	}
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
-	hz_preload_threshold = (size_t)hz_option_u64(HZ_OPT_THRESHOLD);
 	__atomic_store_n(&hz_preload_active, 1, __ATOMIC_RELEASE);
 }
 
