@@ -14,7 +14,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -459,23 +458,12 @@ static void *prezero_main(void *arg)
  * exit() ends it wherever it is, so it never delays exit. */
 static void start_thread(void)
 {
-	pthread_attr_t attr;
-	sigset_t all, old;
-	pthread_t tid;
-
 	if (__atomic_exchange_n(&thread_started, 1, __ATOMIC_ACQ_REL))
 		return;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 256 << 10);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (pthread_create(&tid, &attr, prezero_main, NULL) != 0) {
+	if (hz_prim_thread_start(prezero_main, NULL, 256 << 10) != 0) {
 		hz_info("could not start the pre-zero thread; calloc zeroes instead");
 		cfg.prezero = PREZERO_SYNC;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
 }
 
 static void wake_thread(void)
