@@ -20,6 +20,7 @@
 
 #include "assist.h"
 #include "blocks.h"
+#include "check.h"
 #include "cpu/relax.h"
 #include "lock.h"
 #include "log.h"
@@ -687,7 +688,8 @@ void hz_recycle_fork_child(void)
 	release_batch(&b);
 }
 
-/* ---- draining and consistency checks (tests/fault) ---- */
+#ifdef HZ_TEST_CORE
+/* ---- draining and consistency checks (the test core only) ---- */
 
 void hz_recycle_drain(void)
 {
@@ -776,3 +778,4 @@ int hz_recycle_check(struct hz_recycle_census *c,
 	hz_unlock(&lock);
 	return ret;
 }
+#endif /* HZ_TEST_CORE */
