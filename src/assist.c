@@ -9,6 +9,7 @@
 #include "assist.h"
 
 #include "cpu/relax.h"
+#include "prezero.h"
 #include "prim/prim.h"
 
 enum { IDLE, OPEN, CLOSING };
@@ -46,7 +47,7 @@ bool hz_assist_open(uintptr_t lo, size_t chunks, enum hz_zero_method method,
 
 /* Clear chunks until the counter runs out; from the top down, so the
  * caller's last chunks are the ones nearest the block start. */
-static size_t take_chunks(void)
+static size_t take_chunks(bool helper)
 {
 	size_t written = 0;
 
@@ -57,13 +58,16 @@ static size_t take_chunks(void)
 			return written;
 		uintptr_t at = job.lo + (job.chunks - 1 - i) * HZ_ASSIST_CHUNK;
 
+		if (helper)
+			HZ_PREZERO_HOOK(HZ_PREZERO_AT_CHUNK);
+
 		written += hz_zero_with(at, HZ_ASSIST_CHUNK, 0, job.method, job.how);
 	}
 }
 
 size_t hz_assist_finish(size_t *helped)
 {
-	size_t written = take_chunks();
+	size_t written = take_chunks(false);
 
 	unsigned spins = 0;
 
@@ -90,7 +94,7 @@ size_t hz_assist_help(void)
 		return 0;
 	__atomic_add_fetch(&job.helpers, 1, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&job.state, __ATOMIC_SEQ_CST) == OPEN) {
-		written = take_chunks();
+		written = take_chunks(true);
 		__atomic_add_fetch(&job.helped, written, __ATOMIC_SEQ_CST);
 	}
 	__atomic_sub_fetch(&job.helpers, 1, __ATOMIC_SEQ_CST);

@@ -25,6 +25,7 @@
 #include "lock.h"
 #include "log.h"
 #include "options.h"
+#include "prezero.h"
 #include "prim/prim.h"
 #include "range.h"
 #include "stats.h"
@@ -94,6 +95,10 @@ static struct in_flight flight;
 /* Bytes of recent large callocs: the thread keeps about this much clean,
  * so it does not steal memory bandwidth for blocks nobody will calloc. */
 static size_t calloc_demand;
+
+#ifdef HZ_TEST_CORE
+void (*hz_prezero_test_hook)(enum hz_prezero_point point);
+#endif
 
 static pthread_mutex_t wake_mutex = PTHREAD_MUTEX_INITIALIZER;
 /* Statically initialised (CLOCK_REALTIME): a free racing the thread's
@@ -358,6 +363,7 @@ static size_t zero_in_flight(struct hz_span *s)
 			hz_stats_add(prezero_starved, 1);
 			break;
 		}
+		HZ_PREZERO_HOOK(HZ_PREZERO_AT_UNIT);
 		hz_assist_help(); /* a calloc waiting on its own clear comes first */
 	}
 	adapt_backing(s, m);
@@ -401,6 +407,7 @@ static void wait_for_work(void)
 	struct timespec until;
 
 	pthread_mutex_lock(&wake_mutex);
+	HZ_PREZERO_HOOK(HZ_PREZERO_AT_SLEEP);
 	if (!wake_pending) {
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_nsec += TICK_NS;
@@ -434,6 +441,7 @@ static void *prezero_main(void *arg)
 			work = pick_work();
 		else
 			calloc_demand -= calloc_demand / 8; /* demand fades when idle */
+		HZ_PREZERO_HOOK(HZ_PREZERO_AT_SECTION);
 		hz_unlock(&lock);
 		release_batch(&b);
 		if (!work) {
