@@ -30,4 +30,28 @@ int hz_blocks_check(struct hz_blocks_census *c);
  * block uses, else -EUCLEAN (printed as by hz_blocks_check). */
 int hz_blocks_check_span(const struct hz_span *span);
 
+/* ---- the cache (check.c) ---- */
+
+/* Release every cached span, waiting for those the pre-zero thread holds
+ * to come back (at most one unit of work). */
+void hz_recycle_drain(void);
+
+struct hz_recycle_census {
+	size_t spans;
+	size_t cached_bytes;
+	size_t clean_bytes;
+	size_t in_flight_bytes; /* spans the pre-zero thread holds */
+};
+
+/* Check the cache: every span (and those the pre-zero thread holds) lies on
+ * claimed granules that no live block uses (hz_blocks_check_span), no two
+ * overlap, the byte counts and hz_stats.cache_bytes match the spans, and
+ * the table holds no more than the policy's cache_max. Then visit, when not
+ * NULL, is called with each cached span, inside the guard (so the test can
+ * read a clean span, which must read zero). Fills c and returns 0, or
+ * prints the first inconsistency and returns -EUCLEAN. */
+int hz_recycle_check(struct hz_recycle_census *c,
+		     void (*visit)(const struct hz_span *span, bool clean, void *ctx),
+		     void *ctx);
+
 #endif /* HZ_CHECK_H */
