@@ -63,10 +63,14 @@ static void evict_oldest(struct hz_cache *c, struct hz_cache_batch *b)
 	hz_cache_batch_put(c, b, &e.span);
 }
 
+/* An entry newer than now (its free read the clock after the caller did)
+ * is not idle at all: now - idle_since would wrap. */
 void hz_cache_decay(struct hz_cache *c, uint64_t now, struct hz_cache_batch *b)
 {
 	for (unsigned i = 0; i < c->count && b->count < HZ_CACHE_BATCH;) {
-		if (now - c->entries[i].idle_since >= c->decay_ns) {
+		uint64_t since = c->entries[i].idle_since;
+
+		if (now >= since && now - since >= c->decay_ns) {
 			struct hz_cache_entry e = hz_cache_remove(c, i);
 
 			hz_cache_batch_put(c, b, &e.span);
