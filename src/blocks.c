@@ -272,13 +272,49 @@ void hz_blocks_retire(void *p, struct hz_span *span)
 	hz_stats_live(-(int64_t)hz_span_bytes(span));
 }
 
+static bool claimed_granule(size_t i)
+{
+	return used[i / 64] & (1ULL << (i % 64));
+}
+
+/* Checks on hand-out, always on and O(1), as musl's mallocng checks on
+ * reuse: a recycler bug that hands one span out twice, or a span it does
+ * not hold, stops the program here instead of corrupting two owners'
+ * data. The span must lie in the reservation on granule boundaries, its
+ * first and last granules be claimed (read under the lock: other claims
+ * change the same bitmap words), and its block not be live already. */
+static void check_hand_out(const struct hz_span *span)
+{
+	uintptr_t start = span->start, end = start + hz_span_bytes(span);
+	bool claimed;
+
+	if (span->granules == 0 || span->granules > UINT32_MAX || start < hz_reservation.start ||
+	    end > hz_reservation.end || end <= start ||
+	    (start - hz_reservation.start) % HZ_GRANULE != 0 || span->backing >= HZ_BACKING_COUNT)
+		hz_fatal("malloc: span %p + %zu granules handed out is not inside hugezero's "
+			 "reservation (recycler bug)", (void *)start, span->granules);
+	hz_lock(&lock);
+	claimed = claimed_granule(index_of(start)) && claimed_granule(index_of(end) - 1);
+	hz_unlock(&lock);
+	if (!claimed)
+		hz_fatal("malloc: span %p + %zu granules handed out is not claimed (recycler bug)",
+			 (void *)start, span->granules);
+	if (__atomic_load_n(&meta[index_of(start)].live, __ATOMIC_ACQUIRE))
+		hz_fatal("malloc: block %p handed out while live (recycler bug: handed out twice)",
+			 (void *)start);
+}
+
 void hz_blocks_revive(const struct hz_span *span)
 {
-	struct block_meta *m = &meta[index_of(span->start)];
+	struct block_meta *m;
 
+	check_hand_out(span);
+	m = &meta[index_of(span->start)];
 	m->granules = (uint32_t)span->granules;
 	m->backing = (uint8_t)span->backing;
-	__atomic_store_n(&m->live, 1, __ATOMIC_RELEASE);
+	if (__atomic_exchange_n(&m->live, 1, __ATOMIC_ACQ_REL))
+		hz_fatal("malloc: block %p handed out twice at once (recycler bug)",
+			 (void *)span->start);
 	hz_stats_live((int64_t)hz_span_bytes(span));
 }
 

@@ -66,7 +66,9 @@ static inline size_t hz_span_bytes(const struct hz_span *s)
  * releasing). Stops the program on a double free, like hz_blocks_free. */
 void hz_blocks_retire(void *p, struct hz_span *span);
 
-/* Make a span a live block again. */
+/* Make a span a live block again. Stops the program (one line, then abort)
+ * when the span is not one the recycler may hand out: outside the
+ * reservation, not claimed, or a block already live. */
 void hz_blocks_revive(const struct hz_span *span);
 
 /* Give a span's memory and address space back (to the reservation). */
