@@ -6,7 +6,8 @@
 set -euo pipefail
 nm=$1 shipped=$2 test_core=$3
 names=(hz_blocks_check hz_blocks_check_span hz_blocks_view_begin hz_blocks_view_end
-	hz_recycle_check hz_recycle_drain hz_prim_fault_arm)
+	hz_recycle_check hz_recycle_drain hz_prezero_each_held hz_prezero_test_hook
+	hz_prim_fault_arm)
 status=0
 shipped_syms=$("$nm" "$shipped")
 test_syms=$("$nm" "$test_core")
@@ -15,7 +16,7 @@ for name in "${names[@]}"; do
 		echo "FAIL: $shipped defines $name (test-only code in the shipped library)"
 		status=1
 	fi
-	if ! grep -qE "^[0-9a-f]* T $name\$" <<<"$test_syms"; then
+	if ! grep -qE "^[0-9a-f]* [TDB] $name\$" <<<"$test_syms"; then
 		echo "FAIL: the test core does not define $name: is the list out of date?"
 		status=1
 	fi
