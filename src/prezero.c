@@ -91,10 +91,10 @@ static bool fork_skipped, fork_suspect;
 enum { JOB_FREE, JOB_ZEROING, JOB_CLAIMED, JOB_HANDED, JOB_RELEASING, JOB_DONE };
 
 struct job {
-	int state;
 	struct hz_span span;   /* what the thread took; written while FREE */
 	struct hz_span result; /* what it leaves; written before HANDED or DONE */
 	size_t dirty;          /* bytes from result's start still dirty */
+	int state;
 	bool released;         /* its memory is gone: release the span */
 };
 
@@ -107,15 +107,8 @@ static int thread_started, thread_failed;
 static int wake_seq, sleeping;
 static uint64_t paused_until; /* until when (ns) a starved thread rests */
 
-static void release_now(struct hz_cache_batch *b);
-
-static void init_cache(void)
-{
-	hz_cache_init(&cache, hz_cache_policy()->decay_ns, hz_cache_budget(), release_now);
-}
-
-/* Program threads only (blocks lock): release the spans of b. */
-static void release_now(struct hz_cache_batch *b)
+/* Program threads only (the blocks lock); also the table's flush. */
+void hz_prezero_release(struct hz_cache_batch *b)
 {
 	for (unsigned i = 0; i < b->count; i++) {
 		hz_stats_add(cache_released_bytes, hz_span_bytes(&b->spans[i]));
@@ -124,9 +117,9 @@ static void release_now(struct hz_cache_batch *b)
 	b->count = 0;
 }
 
-void hz_prezero_release(struct hz_cache_batch *b)
+static void init_cache(void)
 {
-	release_now(b);
+	hz_cache_init(&cache, hz_cache_policy()->decay_ns, hz_cache_budget(), hz_prezero_release);
 }
 
 bool hz_prezero_wait(int *word, int mask, int want, uint64_t ns)
@@ -167,10 +160,8 @@ static void collect(struct hz_cache_batch *b)
 		if (j->released) {
 			hz_cache_batch_put(&cache, b, &j->result);
 		} else {
-			/* A span left partly dirty (the thread stopped, starved)
-			 * goes back dirty as a whole: splitting off its clean top
-			 * is not worth it for the one unit a starved thread
-			 * clears. */
+			/* Partly dirty (starved) is dirty as a whole: its clean
+			 * top is one unit, not worth a split. */
 			now = now ? now : hz_prim_now_ns();
 			hz_cache_add(&cache, (struct hz_cache_entry){ j->result, now, j->dirty == 0 },
 				     b);
@@ -250,24 +241,19 @@ static struct job *free_job(void)
 	return NULL;
 }
 
-static unsigned free_jobs(void)
+/* Free slots, and clean bytes finished but not collected yet. */
+static unsigned count_jobs(size_t *done_clean)
 {
 	unsigned n = 0;
 
-	for (unsigned i = 0; i < JOBS; i++)
-		n += __atomic_load_n(&jobs[i].state, __ATOMIC_ACQUIRE) == JOB_FREE;
-	return n;
-}
+	*done_clean = 0;
+	for (unsigned i = 0; i < JOBS; i++) {
+		int state = __atomic_load_n(&jobs[i].state, __ATOMIC_ACQUIRE);
 
-/* Clean bytes the thread finished and nobody collected yet. */
-static size_t done_clean_bytes(void)
-{
-	size_t n = 0;
-
-	for (unsigned i = 0; i < JOBS; i++)
-		if (__atomic_load_n(&jobs[i].state, __ATOMIC_ACQUIRE) == JOB_DONE &&
-		    !jobs[i].released && jobs[i].dirty == 0)
-			n += hz_span_bytes(&jobs[i].result);
+		n += state == JOB_FREE;
+		if (state == JOB_DONE && !jobs[i].released && jobs[i].dirty == 0)
+			*done_clean += hz_span_bytes(&jobs[i].result);
+	}
 	return n;
 }
 
@@ -279,27 +265,7 @@ static void job_done(struct job *j, const struct hz_span *s, size_t dirty, bool 
 	__atomic_store_n(&j->state, JOB_DONE, __ATOMIC_RELEASE);
 }
 
-
 /* ---- the thread ---- */
-
-/* Sparse use earns 4 KiB pages: a block whose last user touched under half
- * of it is dropped (hz_zero_choose) and gets MADV_NOHUGEPAGE, so the next
- * sparse user faults 4 KiB pages instead of zeroing 2 MiB per touch and the
- * RSS stays what glibc's would be. Dense use earns THP back. */
-void hz_prezero_adapt_backing(struct hz_span *s, enum hz_zero_method m)
-{
-	if (m == HZ_ZERO_DROP && s->backing == HZ_BACKING_THP &&
-	    hz_prim_madvise((void *)s->start, hz_span_bytes(s), MADV_NOHUGEPAGE) == 0) {
-		s->backing = HZ_BACKING_SMALL;
-		hz_stats_add(thp_demoted, 1);
-	} else if (m == HZ_ZERO_CLEAR && s->backing == HZ_BACKING_SMALL &&
-		   hz_backing_first(hz_span_bytes(s)) <= HZ_BACKING_THP &&
-		   hz_backing_thp_usable() &&
-		   hz_prim_madvise((void *)s->start, hz_span_bytes(s), MADV_HUGEPAGE) == 0) {
-		s->backing = HZ_BACKING_THP;
-		hz_stats_add(thp_promoted, 1);
-	}
-}
 
 /* Did clearing bytes take so long (ns) that the thread is starved? */
 static bool starved(size_t bytes, uint64_t ns)
@@ -368,6 +334,7 @@ static bool take_turn(uint64_t now, struct job **zero, struct job **release, uns
 {
 	struct hz_cache_batch decayed = { .count = 0 };
 	size_t clean;
+	unsigned spare;
 	int i;
 
 	__atomic_add_fetch(&turns, 1, __ATOMIC_RELAXED);
@@ -378,7 +345,8 @@ static bool take_turn(uint64_t now, struct job **zero, struct job **release, uns
 	}
 	HZ_PREZERO_HOOK(HZ_PREZERO_AT_SECTION);
 	/* A batch of slots for decay, one more for a span to zero. */
-	if (free_jobs() > HZ_CACHE_BATCH)
+	spare = count_jobs(&clean);
+	if (spare > HZ_CACHE_BATCH)
 		hz_cache_decay(&cache, now, &decayed);
 	for (*n = 0; *n < decayed.count; ++*n) {
 		release[*n] = free_job();
@@ -386,7 +354,7 @@ static bool take_turn(uint64_t now, struct job **zero, struct job **release, uns
 		__atomic_store_n(&release[*n]->state, JOB_RELEASING, __ATOMIC_RELEASE);
 	}
 	*zero = NULL;
-	clean = cache.clean_bytes + done_clean_bytes();
+	clean += cache.clean_bytes;
 	if (now < __atomic_load_n(&paused_until, __ATOMIC_RELAXED)) {
 		/* starved: rest */
 	} else if (clean < calloc_demand) {
@@ -598,14 +566,16 @@ void hz_prezero_fork_child(void)
 	wake_seq = 0;
 	sleeping = 0;
 	if (fork_suspect) {
-		hz_cache_budget_charge(cache.budget, 0, cache.bytes);
-		hz_cache_init(&cache, cache.decay_ns, cache.budget, release_now);
+		size_t used = hz_cache_budget_used(cache.budget);
+
+		hz_cache_budget_charge(cache.budget, 0, used < cache.bytes ? used : cache.bytes);
+		hz_cache_init(&cache, cache.decay_ns, cache.budget, hz_prezero_release);
 	}
 	fork_child_jobs();
 	if (hz_prezero_share_fork_child(&kept))
 		hz_cache_add(&cache, (struct hz_cache_entry){ kept, hz_prim_now_ns(), false }, &b);
 	collect(&b);
-	release_now(&b);
+	hz_prezero_release(&b);
 }
 
 #ifdef HZ_TEST_CORE

@@ -1,6 +1,7 @@
 /* A calloc's own clear of a large dirty block, shared with the pre-zero
- * thread chunk by chunk: two cores for one clear. See prezero.h (and
- * prezero.c for the hand-off as a whole).
+ * thread chunk by chunk: two cores for one clear; and what zeroing a span
+ * teaches about its backing. See prezero.h (and prezero.c for the hand-off
+ * as a whole).
  *
  * The caller opens one shared clear at a time; the thread joins it when
  * it comes by (hz_prezero_share_help). The caller never waits for a chunk
@@ -10,7 +11,10 @@
 #include "prezero.h"
 
 #include <errno.h>
+#include <sys/mman.h>
 
+#include "backing.h"
+#include "prim/prim.h"
 #include "stats.h"
 
 /* 8 MiB: each side takes this much at a time. A 256 MiB clear is 32
@@ -202,4 +206,23 @@ bool hz_prezero_share_fork_child(struct hz_span *left)
 		share.state = w & ~SHARE_HELPER;
 	}
 	return had;
+}
+
+/* Sparse use earns 4 KiB pages: a block whose last user touched under half
+ * of it is dropped (hz_zero_choose) and gets MADV_NOHUGEPAGE, so the next
+ * sparse user faults 4 KiB pages instead of zeroing 2 MiB per touch and the
+ * RSS stays what glibc's would be. Dense use earns THP back. */
+void hz_prezero_adapt_backing(struct hz_span *s, enum hz_zero_method m)
+{
+	if (m == HZ_ZERO_DROP && s->backing == HZ_BACKING_THP &&
+	    hz_prim_madvise((void *)s->start, hz_span_bytes(s), MADV_NOHUGEPAGE) == 0) {
+		s->backing = HZ_BACKING_SMALL;
+		hz_stats_add(thp_demoted, 1);
+	} else if (m == HZ_ZERO_CLEAR && s->backing == HZ_BACKING_SMALL &&
+		   hz_backing_first(hz_span_bytes(s)) <= HZ_BACKING_THP &&
+		   hz_backing_thp_usable() &&
+		   hz_prim_madvise((void *)s->start, hz_span_bytes(s), MADV_HUGEPAGE) == 0) {
+		s->backing = HZ_BACKING_THP;
+		hz_stats_add(thp_promoted, 1);
+	}
 }
