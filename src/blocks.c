@@ -11,18 +11,13 @@
 #include <sys/mman.h>
 
 #include "backing.h"
+#include "blocks_view.h"
 #include "lock.h"
 #include "log.h"
 #include "options.h"
 #include "prim/prim.h"
 #include "range.h"
 #include "stats.h"
-
-struct block_meta {
-	uint32_t granules; /* size of the block; meaningful on its first granule */
-	uint8_t backing;   /* enum hz_backing of its first mapping */
-	uint8_t live;      /* 1 while allocated; set on the first granule only */
-};
 
 struct hz_reservation hz_reservation;
 
@@ -277,13 +272,49 @@ void hz_blocks_retire(void *p, struct hz_span *span)
 	hz_stats_live(-(int64_t)hz_span_bytes(span));
 }
 
+static bool claimed_granule(size_t i)
+{
+	return used[i / 64] & (1ULL << (i % 64));
+}
+
+/* Checks on hand-out, always on and O(1), as musl's mallocng checks on
+ * reuse: a recycler bug that hands one span out twice, or a span it does
+ * not hold, stops the program here instead of corrupting two owners'
+ * data. The span must lie in the reservation on granule boundaries, its
+ * first and last granules be claimed (read under the lock: other claims
+ * change the same bitmap words), and its block not be live already. */
+static void check_hand_out(const struct hz_span *span)
+{
+	uintptr_t start = span->start, end = start + hz_span_bytes(span);
+	bool claimed;
+
+	if (span->granules == 0 || span->granules > UINT32_MAX || start < hz_reservation.start ||
+	    end > hz_reservation.end || end <= start ||
+	    (start - hz_reservation.start) % HZ_GRANULE != 0 || span->backing >= HZ_BACKING_COUNT)
+		hz_fatal("malloc: span %p + %zu granules handed out is not inside hugezero's "
+			 "reservation (recycler bug)", (void *)start, span->granules);
+	hz_lock(&lock);
+	claimed = claimed_granule(index_of(start)) && claimed_granule(index_of(end) - 1);
+	hz_unlock(&lock);
+	if (!claimed)
+		hz_fatal("malloc: span %p + %zu granules handed out is not claimed (recycler bug)",
+			 (void *)start, span->granules);
+	if (__atomic_load_n(&meta[index_of(start)].live, __ATOMIC_ACQUIRE))
+		hz_fatal("malloc: block %p handed out while live (recycler bug: handed out twice)",
+			 (void *)start);
+}
+
 void hz_blocks_revive(const struct hz_span *span)
 {
-	struct block_meta *m = &meta[index_of(span->start)];
+	struct block_meta *m;
 
+	check_hand_out(span);
+	m = &meta[index_of(span->start)];
 	m->granules = (uint32_t)span->granules;
 	m->backing = (uint8_t)span->backing;
-	__atomic_store_n(&m->live, 1, __ATOMIC_RELEASE);
+	if (__atomic_exchange_n(&m->live, 1, __ATOMIC_ACQ_REL))
+		hz_fatal("malloc: block %p handed out twice at once (recycler bug)",
+			 (void *)span->start);
 	hz_stats_live((int64_t)hz_span_bytes(span));
 }
 
@@ -471,128 +502,19 @@ void hz_blocks_fork_child(void)
 	hz_lock_reset(&lock);
 }
 
-/* ---- consistency checks (tests/fault) ---- */
+#ifdef HZ_TEST_CORE
+/* ---- the tables, for the checks of the test core (blocks_check.c) ---- */
 
-static bool claimed(size_t i)
+void hz_blocks_view_begin(struct hz_blocks_view *v)
 {
-	return used[i / 64] & (1ULL << (i % 64));
-}
-
-/* A live block's metadata is sane and its granules are claimed. */
-static int check_block(size_t i, const struct block_meta *m)
-{
-	size_t unit = unit_of(m->backing < HZ_BACKING_COUNT ? (enum hz_backing)m->backing
-							     : HZ_BACKING_SMALL) / HZ_GRANULE;
-
-	if (m->backing >= HZ_BACKING_COUNT || m->granules == 0 ||
-	    m->granules > granule_count - i || i % unit != 0 || m->granules % unit != 0) {
-		hz_warn("check: block at %p: %u granules, backing %u", (void *)addr_of(i),
-			m->granules, m->backing);
-		return -EUCLEAN;
-	}
-	for (size_t g = i; g < i + m->granules; g++) {
-		if (!claimed(g)) {
-			hz_warn("check: block at %p: granule %zu unclaimed", (void *)addr_of(i),
-				g - i);
-			return -EUCLEAN;
-		}
-	}
-	return 0;
-}
-
-static int census(struct hz_blocks_census *c)
-{
-	size_t covered = 0; /* granules before this index belong to a block */
-
-	*c = (struct hz_blocks_census){ 0, 0, 0 };
-	for (size_t i = 0; i < granule_count; i++) {
-		const struct block_meta *m = &meta[i];
-		int ret;
-
-		c->claimed_granules += claimed(i);
-		if (!__atomic_load_n(&m->live, __ATOMIC_ACQUIRE))
-			continue;
-		if (i < covered) {
-			hz_warn("check: block at %p starts inside the previous one",
-				(void *)addr_of(i));
-			return -EUCLEAN;
-		}
-		ret = check_block(i, m);
-		if (ret != 0)
-			return ret;
-		c->live_blocks++;
-		c->live_granules += m->granules;
-		covered = i + m->granules;
-	}
-	for (size_t i = granule_count; i < hz_align_up(granule_count, 64); i++) {
-		if (claimed(i)) {
-			hz_warn("check: granule %zu past the reservation is claimed", i);
-			return -EUCLEAN;
-		}
-	}
-	return 0;
-}
-
-int hz_blocks_check(struct hz_blocks_census *c)
-{
-	uint64_t live_bytes;
-	int ret;
-
-	*c = (struct hz_blocks_census){ 0, 0, 0 };
-	if (__atomic_load_n(&hz_reservation.end, __ATOMIC_ACQUIRE) == 0)
-		return 0; /* nothing reserved, nothing served */
 	hz_lock(&lock);
-	ret = census(c);
-	hz_unlock(&lock);
-	live_bytes = __atomic_load_n(&hz_stats.live_bytes, __ATOMIC_RELAXED);
-	if (ret == 0 && live_bytes != c->live_granules * HZ_GRANULE) {
-		hz_warn("check: live_bytes %llu, live blocks hold %zu",
-			(unsigned long long)live_bytes, c->live_granules * HZ_GRANULE);
-		ret = -EUCLEAN;
-	}
-	return ret;
+	v->meta = meta;
+	v->used = used;
+	v->granule_count = granule_count;
 }
 
-/* The first live block using a granule of [first, end), as the index of
- * its first granule, or granule_count. */
-static size_t live_block_in(size_t first, size_t end)
+void hz_blocks_view_end(void)
 {
-	for (size_t i = 0; i < end; i++) {
-		const struct block_meta *m = &meta[i];
-
-		if (__atomic_load_n(&m->live, __ATOMIC_ACQUIRE) && i + m->granules > first)
-			return i;
-	}
-	return granule_count;
-}
-
-int hz_blocks_check_span(const struct hz_span *span)
-{
-	uintptr_t end = span->start + hz_span_bytes(span);
-	size_t block;
-	int ret = 0;
-
-	if (span->granules == 0 || span->start < hz_reservation.start ||
-	    end > hz_reservation.end || end < span->start ||
-	    (span->start - hz_reservation.start) % HZ_GRANULE != 0) {
-		hz_warn("check: span %p + %zu granules is not in the reservation",
-			(void *)span->start, span->granules);
-		return -EUCLEAN;
-	}
-	hz_lock(&lock);
-	for (size_t g = index_of(span->start); g < index_of(end) && ret == 0; g++) {
-		if (!claimed(g)) {
-			hz_warn("check: span %p: granule %zu unclaimed", (void *)span->start,
-				g - index_of(span->start));
-			ret = -EUCLEAN;
-		}
-	}
-	block = live_block_in(index_of(span->start), index_of(end));
-	if (ret == 0 && block != granule_count) {
-		hz_warn("check: span %p overlaps the live block at %p", (void *)span->start,
-			(void *)addr_of(block));
-		ret = -EUCLEAN;
-	}
 	hz_unlock(&lock);
-	return ret;
 }
+#endif

@@ -66,7 +66,9 @@ static inline size_t hz_span_bytes(const struct hz_span *s)
  * releasing). Stops the program on a double free, like hz_blocks_free. */
 void hz_blocks_retire(void *p, struct hz_span *span);
 
-/* Make a span a live block again. */
+/* Make a span a live block again. Stops the program (one line, then abort)
+ * when the span is not one the recycler may hand out: outside the
+ * reservation, not claimed, or a block already live. */
 void hz_blocks_revive(const struct hz_span *span);
 
 /* Give a span's memory and address space back (to the reservation). */
@@ -90,26 +92,5 @@ size_t hz_blocks_usable(const void *p);
 void hz_blocks_fork_prepare(void);
 void hz_blocks_fork_parent(void);
 void hz_blocks_fork_child(void);
-
-/* ---- consistency checks (tests/fault) ---- */
-
-struct hz_blocks_census {
-	size_t live_blocks;
-	size_t live_granules;
-	/* Live blocks, spans the recycler holds, and granules kept claimed
-	 * because giving them back to the reservation failed. */
-	size_t claimed_granules;
-};
-
-/* Walk the metadata: every live block lies in the reservation, starts on
- * its backing's alignment, is a whole number of its pages, sits on claimed
- * granules and overlaps no other; hz_stats.live_bytes equals the live
- * blocks' bytes. Fills c and returns 0, or prints the first inconsistency
- * (hz_warn) and returns -EUCLEAN. Call while no other thread allocates. */
-int hz_blocks_check(struct hz_blocks_census *c);
-
-/* 0 when span lies in the reservation on claimed granules that no live
- * block uses, else -EUCLEAN (printed as by hz_blocks_check). */
-int hz_blocks_check_span(const struct hz_span *span);
 
 #endif /* HZ_BLOCKS_H */

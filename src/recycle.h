@@ -2,7 +2,8 @@
  * and are handed out again instead of being returned to the kernel. Each is
  * clean (reads zero) or dirty; calloc takes clean ones first, everything
  * else dirty ones first, and a pre-zero thread turns dirty into clean ahead
- * of demand. */
+ * of demand. These entry points compose the cache's table (cache.h), the
+ * pre-zero thread (prezero.h) and the blocks (blocks.h). */
 #ifndef HZ_RECYCLE_H
 #define HZ_RECYCLE_H
 
@@ -22,31 +23,5 @@ void hz_recycle_free(void *p);
 void hz_recycle_fork_prepare(void);
 void hz_recycle_fork_parent(void);
 void hz_recycle_fork_child(void);
-
-/* ---- draining and consistency checks (tests/fault) ---- */
-
-struct hz_span;
-
-/* Release every cached span, waiting for the one the pre-zero thread holds
- * to come back (at most one unit of work). */
-void hz_recycle_drain(void);
-
-struct hz_recycle_census {
-	size_t spans;
-	size_t cached_bytes;
-	size_t clean_bytes;
-	size_t in_flight_bytes; /* the span the pre-zero thread holds */
-};
-
-/* Check the cache: every span (and the one in flight) lies on claimed
- * granules that no live block uses (hz_blocks_check_span), no two overlap,
- * the byte counts and hz_stats.cache_bytes match the spans, and the cache
- * holds no more than HUGEZERO_CACHE_MAX. Then visit, when not NULL, is
- * called with each cached span, under the cache's lock (so the test can
- * read a clean span, which must read zero). Fills c and returns 0, or
- * prints the first inconsistency and returns -EUCLEAN. */
-int hz_recycle_check(struct hz_recycle_census *c,
-		     void (*visit)(const struct hz_span *span, bool clean, void *ctx),
-		     void *ctx);
 
 #endif /* HZ_RECYCLE_H */

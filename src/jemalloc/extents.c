@@ -5,9 +5,11 @@
  * caller owns at that moment (just claimed, or still held by jemalloc), so
  * threads do not wait for each other's clearing.
  *
- * Cache policy (the preload's options, so one setting bounds both):
- *  - Freed extents stay mapped and dirty, up to HUGEZERO_CACHE_MAX bytes of
- *    dirty pages in all; beyond that a freed extent is purged at once.
+ * Cache policy (the preload's, cache.h, with one budget for both):
+ *  - Freed extents stay mapped and dirty while the budget the preload's
+ *    cache shares (HUGEZERO_CACHE_MAX in all) has room; beyond that a freed
+ *    extent is purged at once. The dirty pages are charged to the budget
+ *    whenever the lock is dropped.
  *  - Dirty pages of a region that got none for HUGEZERO_DECAY_MS are purged,
  *    and a region left entirely free that long is unmapped. (Checked when
  *    jemalloc calls the hooks: there is no thread.)
@@ -19,10 +21,10 @@
 #include "extents.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <string.h>
 
 #include "../../include/hugezero/jemalloc.h"
+#include "cache.h"
 #include "lock.h"
 #include "log.h"
 #include "options.h"
@@ -43,38 +45,18 @@
 /* Decay is looked for at most this often: 100 ms. */
 #define DECAY_CHECK_NS 100000000ull
 
-enum { PREZERO_THREAD, PREZERO_SYNC, PREZERO_OFF }; /* HZ_OPT_PREZERO */
-
-struct config {
-	size_t cache_max;
-	uint64_t decay_ns;
-	bool prezero_off;
-	bool zero_on_free;
-};
-
 static struct hz_lock lock = HZ_LOCK_INIT;
 static uint64_t last_decay_check;
+static size_t charged; /* dirty bytes charged to the budget */
 
-static struct config cfg;
-static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
-
-static void load_config(void)
+/* Drop the lock, charging the budget with what the dirty pages became. */
+static void unlock(void)
 {
-	uint64_t ram = 0, swap = 0;
+	size_t dirty = hz_regions_totals.dirty_bytes;
 
-	cfg.cache_max = (size_t)hz_option_u64(HZ_OPT_CACHE_MAX);
-	/* Never more than a quarter of RAM, as the recycler. */
-	if (hz_prim_memory(&ram, &swap) == 0 && cfg.cache_max > ram / 4)
-		cfg.cache_max = (size_t)(ram / 4);
-	cfg.decay_ns = hz_option_u64(HZ_OPT_DECAY_MS) * 1000000ull;
-	cfg.prezero_off = hz_option_u64(HZ_OPT_PREZERO) == PREZERO_OFF;
-	cfg.zero_on_free = hz_option_u64(HZ_OPT_ZERO_ON_FREE) != 0;
-}
-
-static const struct config *config(void)
-{
-	pthread_once(&cfg_once, load_config);
-	return &cfg;
+	hz_cache_budget_charge(hz_cache_budget(), dirty, charged);
+	charged = dirty;
+	hz_unlock(&lock);
 }
 
 /* ---- work done once the lock is dropped ---- */
@@ -123,7 +105,7 @@ static void collect_idle_dirty(struct chores *c, uint64_t idle_before)
 
 static void decay(struct chores *c, uint64_t now)
 {
-	const struct config *cf = config();
+	const struct hz_cache_policy *cf = hz_cache_policy();
 
 	if (now - last_decay_check < DECAY_CHECK_NS || now < cf->decay_ns)
 		return;
@@ -159,7 +141,7 @@ static void do_chores(struct chores *c)
 		hz_regions_unclaim(r, (run.start - r->start) / PAGE, hz_range_len(run) / PAGE,
 				   false, hz_prim_now_ns());
 	}
-	hz_unlock(&lock);
+	unlock();
 	c->purge.count = 0;
 }
 
@@ -197,14 +179,14 @@ static struct hz_region *grow(unsigned arena, size_t size, size_t align, size_t 
 
 	if (min_len < REGION_MIN)
 		min_len = REGION_MIN;
-	hz_unlock(&lock);
+	unlock();
 	if (hz_regions_map(arena, size, align, min_len, &fresh) != 0) {
 		hz_lock(&lock);
 		return NULL;
 	}
 	hz_lock(&lock);
 	if (hz_regions_insert(&fresh) != 0) {
-		hz_unlock(&lock);
+		unlock();
 		hz_regions_unmap(&fresh);
 		hz_lock(&lock);
 		return NULL;
@@ -225,7 +207,7 @@ int hz_extents_alloc(unsigned arena, uintptr_t want, size_t size, size_t align,
 		return -EINVAL;
 	if (align < PAGE)
 		align = PAGE;
-	must_zero = must_zero || !config()->prezero_off;
+	must_zero = must_zero || hz_cache_policy()->prezero != HZ_PREZERO_OFF;
 	hz_lock(&lock);
 	if (want) {
 		r = claim_at(arena, want, size / PAGE, align, &first);
@@ -235,14 +217,14 @@ int hz_extents_alloc(unsigned arena, uintptr_t want, size_t size, size_t align,
 			r = grow(arena, size, align, &first);
 	}
 	if (!r) {
-		hz_unlock(&lock);
+		unlock();
 		return -ENOMEM;
 	}
 	hz_regions_claim(r, first, size / PAGE, &dirty);
 	backing = r->backing;
 	*out = r->start + first * PAGE;
 	decay(&c, hz_prim_now_ns());
-	hz_unlock(&lock);
+	unlock();
 	do_chores(&c);
 	if (must_zero)
 		for (unsigned i = 0; i < dirty.count; i++)
@@ -273,7 +255,8 @@ static struct hz_region *held_range(uintptr_t addr, size_t size, size_t *first)
 
 int hz_extents_free(uintptr_t addr, size_t size, bool destroy)
 {
-	const struct config *cf = config();
+	const struct hz_cache_policy *cf = hz_cache_policy();
+	const struct hz_cache_budget *budget = hz_cache_budget();
 	struct chores c = { .releases = 0, .purge = { .count = 0 } };
 	struct hz_region *r;
 	size_t first;
@@ -284,18 +267,18 @@ int hz_extents_free(uintptr_t addr, size_t size, bool destroy)
 	hz_lock(&lock);
 	r = held_range(addr, size, &first);
 	if (!r) {
-		hz_unlock(&lock);
+		unlock();
 		return -ENOENT;
 	}
 	/* destroy frees too (jemalloc's retained extents, at arena destroy):
 	 * with zero_on_free its contents must go at once as well, even when
 	 * other extents keep the region mapped. */
 	if (cf->zero_on_free ||
-	    (!destroy && hz_regions_totals.dirty_bytes + size > cf->cache_max)) {
+	    (!destroy && hz_cache_budget_used(budget) + size > budget->max)) {
 		/* The pages are still jemalloc's: clear them unlocked. */
 		enum hz_backing backing = r->backing;
 
-		hz_unlock(&lock);
+		unlock();
 		if (cf->zero_on_free)
 			hz_pages_zero(backing, addr, size, 0);
 		else
@@ -313,7 +296,7 @@ int hz_extents_free(uintptr_t addr, size_t size, bool destroy)
 	if (gone)
 		collect_empty(&c, arena, false, UINT64_MAX);
 	decay(&c, now);
-	hz_unlock(&lock);
+	unlock();
 	do_chores(&c);
 	/* A destroyed arena may leave more empty regions than one batch. */
 	while (gone) {
@@ -321,7 +304,7 @@ int hz_extents_free(uintptr_t addr, size_t size, bool destroy)
 		gone = arena_holds_nothing(arena);
 		if (gone)
 			collect_empty(&c, arena, false, UINT64_MAX);
-		hz_unlock(&lock);
+		unlock();
 		gone = gone && c.releases > 0;
 		do_chores(&c);
 	}
@@ -343,7 +326,7 @@ int hz_extents_find(uintptr_t addr, size_t size, enum hz_backing *backing)
 	} else if (size > 0 && hz_regions_find(addr + size - 1)) {
 		ret = -EINVAL;
 	}
-	hz_unlock(&lock);
+	unlock();
 	return ret;
 }
 
@@ -361,7 +344,7 @@ int hz_extents_mergeable(uintptr_t a, size_t a_size, uintptr_t b, size_t b_size)
 		ret = 0;
 	else
 		ret = -EXDEV;
-	hz_unlock(&lock);
+	unlock();
 	return ret;
 }
 
@@ -386,7 +369,7 @@ void hz_extents_stats(unsigned arena, struct hz_jemalloc_stats *out)
 		else
 			out->hugetlb_bytes += bytes;
 	}
-	hz_unlock(&lock);
+	unlock();
 }
 
 void hz_extents_fork_child(void)

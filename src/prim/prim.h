@@ -135,4 +135,21 @@ int hz_prim_open_perfmap(void);
  * the code making the move must not be inside what it moves. */
 int hz_prim_move_mapping(void *old, size_t len, void *new_addr);
 
+/* ---- threads (thread.c) ---- */
+
+/* Start fn(arg) on a new detached thread with every signal blocked (they
+ * belong to the program) and a stack of stack_size bytes (0: the C
+ * library's default). The caller's signal mask is unchanged. Returns 0 or
+ * a negative errno value. The only place hugezero creates a thread. */
+int hz_prim_thread_start(void *(*fn)(void *), void *arg, size_t stack_size);
+
+/* Sleep while *word == expected, at most timeout_ns (0: no limit), or
+ * until hz_prim_futex_wake on word (a private futex). Returns 0 when
+ * woken, -EAGAIN when *word was not expected, -ETIMEDOUT or -EINTR. */
+int hz_prim_futex_wait(int *word, int expected, uint64_t timeout_ns);
+
+/* Wake up to count threads sleeping in hz_prim_futex_wait on word.
+ * Returns how many were woken, or a negative errno value. */
+int hz_prim_futex_wake(int *word, int count);
+
 #endif /* HZ_PRIM_H */

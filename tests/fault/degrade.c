@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "blocks.h"
+#include "check.h"
 #include "exec/exec.h"
 #include "harness.h"
 #include "prim/features.h"

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "blocks.h"
+#include "check.h"
 #include "harness.h"
 #include "recycle.h"
 

@@ -1,0 +1,134 @@
+/* The cache of freed large blocks: its policy, the one budget every cache
+ * of freed memory shares, and the table of spans.
+ *
+ * The table is pure and single-threaded: its functions make no system
+ * call, take no lock and call no other module. The caller excludes every
+ * other user (prezero.h's guard) and releases, once it has let the table
+ * go, the spans a function hands back in a batch. So the table is
+ * unit-tested without a thread (tests/test_cache.c). */
+#ifndef HZ_CACHE_H
+#define HZ_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "blocks.h"
+
+/* ---- the policy (cache_policy.c) ---- */
+
+/* HUGEZERO_PREZERO's choices, in the order of options.def. */
+enum hz_prezero_mode { HZ_PREZERO_THREAD, HZ_PREZERO_SYNC, HZ_PREZERO_OFF };
+
+struct hz_cache_policy {
+	size_t cache_max;   /* HUGEZERO_CACHE_MAX, at most a quarter of RAM */
+	uint64_t decay_ns;  /* HUGEZERO_DECAY_MS */
+	enum hz_prezero_mode prezero;
+	size_t unit;        /* HUGEZERO_PREZERO_UNIT */
+	size_t split_min;   /* HUGEZERO_PREZERO_SPLIT_MIN */
+	bool zero_on_free;  /* HUGEZERO_ZERO_ON_FREE */
+};
+
+/* The policy, built from the options once, on first use. */
+const struct hz_cache_policy *hz_cache_policy(void);
+
+/* Bytes of freed memory kept for reuse by every cache in the process (the
+ * preload's table and the jemalloc extents' dirty pages), against one
+ * maximum: a process using both holds cache_max, not twice that. Each cache
+ * charges what it holds with hz_cache_budget_charge (atomic: the caches
+ * have locks of their own). */
+struct hz_cache_budget {
+	size_t max;
+	size_t used;
+};
+
+/* The process's budget, its max the policy's cache_max. */
+struct hz_cache_budget *hz_cache_budget(void);
+
+static inline void hz_cache_budget_charge(struct hz_cache_budget *b, size_t add, size_t sub)
+{
+	if (add > sub)
+		__atomic_add_fetch(&b->used, add - sub, __ATOMIC_RELAXED);
+	else if (sub > add)
+		__atomic_sub_fetch(&b->used, sub - add, __ATOMIC_RELAXED);
+}
+
+static inline size_t hz_cache_budget_used(const struct hz_cache_budget *b)
+{
+	return __atomic_load_n(&b->used, __ATOMIC_RELAXED);
+}
+
+/* ---- the table ---- */
+
+/* 1024 spans: the default 1 GiB cache holds at most 512 blocks of 2 MiB. */
+#define HZ_CACHE_ENTRIES 1024
+/* Spans a batch holds for release once the table is let go. */
+#define HZ_CACHE_BATCH 8
+
+struct hz_cache_entry {
+	struct hz_span span;
+	uint64_t idle_since; /* ns, when it entered the cache */
+	bool clean;          /* reads zero */
+};
+
+struct hz_cache_batch {
+	struct hz_span spans[HZ_CACHE_BATCH];
+	unsigned count;
+};
+
+struct hz_cache {
+	struct hz_cache_entry entries[HZ_CACHE_ENTRIES];
+	unsigned count;
+	size_t bytes, clean_bytes;
+	uint64_t decay_ns;
+	struct hz_cache_budget *budget;
+	/* Called with a full batch, with the table still held (rare: an
+	 * eviction run over many small spans), to release its spans at once
+	 * and empty it. */
+	void (*flush)(struct hz_cache_batch *b);
+};
+
+void hz_cache_init(struct hz_cache *c, uint64_t decay_ns, struct hz_cache_budget *budget,
+		   void (*flush)(struct hz_cache_batch *b));
+
+/* Put s in b for release, flushing b first when it is full. */
+void hz_cache_batch_put(const struct hz_cache *c, struct hz_cache_batch *b,
+			const struct hz_span *s);
+
+/* Granules a span of this backing must give for size bytes. */
+size_t hz_cache_granules_for(size_t size, enum hz_backing backing);
+
+/* Whether s can serve size bytes aligned to align (0: any). */
+bool hz_cache_fits(const struct hz_span *s, size_t size, size_t align);
+
+/* Bounded waste: a span of have granules for a request of need is split
+ * when it is more than 12.5% larger. */
+bool hz_cache_wasteful(size_t have, size_t need);
+
+/* The best entry for a request: one that fits, in the preferred state
+ * (clean when want_clean) first, then the smallest; dirty ones only when
+ * dirty_allowed. Returns its index or -1. */
+int hz_cache_pick(const struct hz_cache *c, size_t size, size_t align, bool want_clean,
+		  bool dirty_allowed);
+
+/* Take entry i out for a request of size bytes; a wasteful remainder is
+ * split off and goes back into the table. */
+struct hz_cache_entry hz_cache_take(struct hz_cache *c, unsigned i, size_t size,
+				    struct hz_cache_batch *b);
+
+/* Take entry i out whole. */
+struct hz_cache_entry hz_cache_remove(struct hz_cache *c, unsigned i);
+
+/* The first dirty entry, or -1. */
+int hz_cache_first_dirty(const struct hz_cache *c);
+
+/* Add a span: merged with a neighbour of the same backing and state, else
+ * appended. The oldest entries are evicted (into b) while the budget or
+ * the table would overflow; when the budget is still short with the table
+ * empty (another cache holds the rest), the span itself goes into b. */
+void hz_cache_add(struct hz_cache *c, struct hz_cache_entry e, struct hz_cache_batch *b);
+
+/* Move entries idle for decay_ns or more at now into b, until b is full. */
+void hz_cache_decay(struct hz_cache *c, uint64_t now, struct hz_cache_batch *b);
+
+#endif /* HZ_CACHE_H */

@@ -1,0 +1,599 @@
+/* The pre-zero thread and its hand-off with the program. See prezero.h.
+ *
+ * The thread runs at idle priority (SCHED_IDLE), so the scheduler may stop
+ * it for a long time at any instruction. It therefore holds nothing that a
+ * program thread waits for without a deadline, and it never waits for a
+ * program thread:
+ *
+ *  - The table. Program threads take a mutex among themselves; the thread
+ *    never does. The thread and the mutex's holder exclude each other with
+ *    two flags, program_in and thread_in: each side raises its own, then
+ *    reads the other's (sequentially consistent, as in Dekker's algorithm),
+ *    so they are never both in. The thread only tries: when a program
+ *    thread is in, it backs off and comes back later. A program thread that
+ *    finds the thread in waits at most GUARD_WAIT_NS (the thread's turn is
+ *    table work of a few microseconds, no system call, no lock), then
+ *    serves its request without the cache: a fresh block, or a free that
+ *    releases. Until that turn ends, later requests do so at once.
+ *  - Spans. Each span the thread holds is in a job slot with an atomic state
+ *    word; every change of state by two parties is a compare-and-swap, so
+ *    exactly one of them wins. The thread fills free slots. It zeroes one
+ *    span at a time (ZEROING), then marks it DONE; whoever enters the table
+ *    next puts DONE spans back. A calloc claims the span being zeroed
+ *    (ZEROING -> CLAIMED); the thread stops at its next unit and hands it
+ *    over (CLAIMED -> HANDED); the calloc waits for that with a deadline and
+ *    withdraws when late (CLAIMED -> ZEROING), then looks elsewhere.
+ *  - Decay. Its turn also takes spans idle too long out of the table; it
+ *    gives their memory back outside it (hz_backing_release, no lock) and
+ *    marks them DONE "released": the program thread that collects them
+ *    returns their granules (the blocks lock is the program's).
+ *  - Wake-up. A counter the thread sleeps on with a futex: a free bumps it
+ *    and makes the system call only when the thread sleeps (flags again).
+ *  - A calloc's own clear, shared with the thread chunk by chunk (two
+ *    cores). The calloc waits for the chunk the thread is in with a
+ *    deadline; when late it leaves the whole block to the thread, which
+ *    gives it back to the cache once out of its chunk, and takes a fresh
+ *    block. Clearing the rest itself instead would let the thread's late
+ *    stores zero memory the program already owns. */
+#include "prezero.h"
+
+#include <errno.h>
+#include <sys/mman.h>
+
+#include "backing.h"
+#include "cpu/relax.h"
+#include "lock.h"
+#include "log.h"
+#include "prim/prim.h"
+#include "stats.h"
+
+/* How often the idle thread wakes to apply the decay. */
+#define TICK_NS 250000000ull
+/* A unit cleared slower than 1 byte/ns (1 GB/s) means the thread is
+ * starved of CPU: on a free core it clears at 8-19 GB/s here, and at nice
+ * 19 beside two busy threads a 32 MiB unit took 0.1-1 s, while a calloc
+ * waited for it (bench/RESULTS.md, "pre-zero thread under load"). */
+#define STARVED_NS_PER_BYTE 1
+/* A starved thread stops for this long (ns), and calloc zeroes meanwhile. */
+#define STARVED_PAUSE_NS 1000000000ull
+/* A program thread waiting for the thread spins this many times, then
+ * sleeps (giving its CPU to the thread, if they share one) this long (ns). */
+#define WAIT_SPINS 1024
+#define WAIT_SLEEP_NS 20000
+/* 200 us for the thread's turn at the table: a scan of at most 1024
+ * entries, microseconds on a CPU; if it has not ended, the thread was
+ * preempted inside it. */
+#define GUARD_WAIT_NS 200000
+/* The thread tries its turn again this soon (ns) when a program thread was
+ * in the table. */
+#define RETRY_NS 50000
+/* Job slots: one span being zeroed, a batch being released, and finished
+ * ones the program has not collected yet. */
+#define JOBS 16
+#define THREAD_STACK ((size_t)256 << 10)
+
+#ifdef HZ_TEST_CORE
+void (*hz_prezero_test_hook)(enum hz_prezero_point point);
+#endif
+
+/* ---- state ---- */
+
+static struct hz_cache cache;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+
+/* The guard. */
+static struct hz_lock lock = HZ_LOCK_INIT;
+static int program_in, thread_in;
+static unsigned turns;                 /* the thread's tries at the table */
+static unsigned stalled_turn = ~0u;    /* the turn a program thread gave up on */
+static bool fork_skipped, fork_suspect;
+
+enum { JOB_FREE, JOB_ZEROING, JOB_CLAIMED, JOB_HANDED, JOB_RELEASING, JOB_DONE };
+
+struct job {
+	struct hz_span span;   /* what the thread took; written while FREE */
+	struct hz_span result; /* what it leaves; written before HANDED or DONE */
+	size_t dirty;          /* bytes from result's start still dirty */
+	int state;
+	bool released;         /* its memory is gone: release the span */
+};
+
+static struct job jobs[JOBS];
+/* Read and written only in the thread's turns and inside the guard. */
+static size_t calloc_demand;
+
+/* The thread. */
+static int thread_started, thread_failed;
+static int wake_seq, sleeping;
+static uint64_t paused_until; /* until when (ns) a starved thread rests */
+
+/* Program threads only (the blocks lock); also the table's flush. */
+void hz_prezero_release(struct hz_cache_batch *b)
+{
+	for (unsigned i = 0; i < b->count; i++) {
+		hz_stats_add(cache_released_bytes, hz_span_bytes(&b->spans[i]));
+		hz_blocks_release_span(&b->spans[i]);
+	}
+	b->count = 0;
+}
+
+static void init_cache(void)
+{
+	hz_cache_init(&cache, hz_cache_policy()->decay_ns, hz_cache_budget(), hz_prezero_release);
+}
+
+bool hz_prezero_wait(int *word, int mask, int want, uint64_t ns)
+{
+	uint64_t deadline = hz_prim_now_ns() + ns;
+	unsigned spins = 0;
+
+	while ((__atomic_load_n(word, __ATOMIC_ACQUIRE) & mask) != want) {
+		if (++spins <= WAIT_SPINS) {
+			hz_cpu_relax();
+			continue;
+		}
+		if (hz_prim_now_ns() > deadline)
+			return false;
+		hz_prim_sleep_ns(WAIT_SLEEP_NS);
+	}
+	return true;
+}
+
+static void publish_bytes(void)
+{
+	__atomic_store_n(&hz_stats.cache_bytes, cache.bytes, __ATOMIC_RELAXED);
+}
+
+/* ---- the guard, program side ---- */
+
+/* Put what the thread finished back: zeroed spans into the table, released
+ * ones into b. */
+static void collect(struct hz_cache_batch *b)
+{
+	uint64_t now = 0;
+
+	for (unsigned i = 0; i < JOBS; i++) {
+		struct job *j = &jobs[i];
+
+		if (__atomic_load_n(&j->state, __ATOMIC_ACQUIRE) != JOB_DONE)
+			continue;
+		if (j->released) {
+			hz_cache_batch_put(&cache, b, &j->result);
+		} else {
+			/* Partly dirty (starved) is dirty as a whole: its clean
+			 * top is one unit, not worth a split. */
+			now = now ? now : hz_prim_now_ns();
+			hz_cache_add(&cache, (struct hz_cache_entry){ j->result, now, j->dirty == 0 },
+				     b);
+		}
+		__atomic_store_n(&j->state, JOB_FREE, __ATOMIC_RELEASE);
+	}
+	publish_bytes();
+}
+
+/* The thread is in its turn: wait for it to end, at most GUARD_WAIT_NS,
+ * and not at all for a turn another request already gave up on. */
+static bool wait_thread_out(void)
+{
+	unsigned turn = __atomic_load_n(&turns, __ATOMIC_ACQUIRE);
+
+	if (turn == __atomic_load_n(&stalled_turn, __ATOMIC_RELAXED))
+		return false;
+	if (hz_prezero_wait(&thread_in, ~0, 0, GUARD_WAIT_NS))
+		return true;
+	__atomic_store_n(&stalled_turn, turn, __ATOMIC_RELAXED);
+	hz_debug("the pre-zero thread was preempted at the cache's table; serving without "
+		 "the cache until it runs again");
+	return false;
+}
+
+struct hz_cache *hz_prezero_enter(struct hz_cache_batch *b)
+{
+	pthread_once(&cache_once, init_cache);
+	hz_lock(&lock);
+	__atomic_store_n(&program_in, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&thread_in, __ATOMIC_SEQ_CST) && !wait_thread_out()) {
+		__atomic_store_n(&program_in, 0, __ATOMIC_SEQ_CST);
+		hz_unlock(&lock);
+		return NULL;
+	}
+	collect(b);
+	return &cache;
+}
+
+void hz_prezero_leave(void)
+{
+	publish_bytes();
+	__atomic_store_n(&program_in, 0, __ATOMIC_SEQ_CST);
+	hz_unlock(&lock);
+}
+
+void hz_prezero_note_calloc(size_t size)
+{
+	if (calloc_demand < 2 * size)
+		calloc_demand = 2 * size;
+}
+
+bool hz_prezero_can_help(void)
+{
+	return hz_prezero_mode() == HZ_PREZERO_THREAD &&
+	       __atomic_load_n(&thread_started, __ATOMIC_ACQUIRE) &&
+	       hz_prim_now_ns() >= __atomic_load_n(&paused_until, __ATOMIC_RELAXED);
+}
+
+enum hz_prezero_mode hz_prezero_mode(void)
+{
+	enum hz_prezero_mode m = hz_cache_policy()->prezero;
+
+	if (m == HZ_PREZERO_THREAD && __atomic_load_n(&thread_failed, __ATOMIC_ACQUIRE))
+		return HZ_PREZERO_SYNC;
+	return m;
+}
+
+/* ---- job slots ---- */
+
+/* The thread alone turns a free slot into a used one. */
+static struct job *free_job(void)
+{
+	for (unsigned i = 0; i < JOBS; i++)
+		if (__atomic_load_n(&jobs[i].state, __ATOMIC_ACQUIRE) == JOB_FREE)
+			return &jobs[i];
+	return NULL;
+}
+
+/* Free slots, and clean bytes finished but not collected yet. */
+static unsigned count_jobs(size_t *done_clean)
+{
+	unsigned n = 0;
+
+	*done_clean = 0;
+	for (unsigned i = 0; i < JOBS; i++) {
+		int state = __atomic_load_n(&jobs[i].state, __ATOMIC_ACQUIRE);
+
+		n += state == JOB_FREE;
+		if (state == JOB_DONE && !jobs[i].released && jobs[i].dirty == 0)
+			*done_clean += hz_span_bytes(&jobs[i].result);
+	}
+	return n;
+}
+
+static void job_done(struct job *j, const struct hz_span *s, size_t dirty, bool released)
+{
+	j->result = *s;
+	j->dirty = dirty;
+	j->released = released;
+	__atomic_store_n(&j->state, JOB_DONE, __ATOMIC_RELEASE);
+}
+
+/* ---- the thread ---- */
+
+/* Did clearing bytes take so long (ns) that the thread is starved? */
+static bool starved(size_t bytes, uint64_t ns)
+{
+	return bytes > 0 && ns > (uint64_t)bytes * STARVED_NS_PER_BYTE;
+}
+
+/* Zero the span of job j (a copy, s) from the end down, unit by unit,
+ * until done, claimed, or starved (a sparse span is dropped at once).
+ * Returns the bytes from the start still dirty. */
+static size_t zero_span(struct job *j, struct hz_span *s)
+{
+	size_t unit_max = hz_cache_policy()->unit;
+	enum hz_zero_how how = hz_span_zero_how(s);
+	enum hz_zero_method m = hz_zero_choose(s->start, hz_span_bytes(s), how);
+	size_t top = hz_span_bytes(s), written = 0;
+	uint64_t t0 = hz_prim_now_ns();
+
+	if (m == HZ_ZERO_DROP) {
+		hz_zero_with(s->start, top, 0, m, how);
+		top = 0;
+	}
+	while (top > 0 && __atomic_load_n(&j->state, __ATOMIC_ACQUIRE) != JOB_CLAIMED) {
+		size_t unit = top < unit_max ? top : unit_max;
+		uint64_t u0 = hz_prim_now_ns();
+		size_t w;
+
+		top -= unit;
+		w = hz_zero_with(s->start + top, unit, 0, m, how);
+		written += w;
+		if (top > 0 && starved(w, hz_prim_now_ns() - u0)) {
+			__atomic_store_n(&paused_until, hz_prim_now_ns() + STARVED_PAUSE_NS,
+					 __ATOMIC_RELAXED);
+			hz_stats_add(prezero_starved, 1);
+			break;
+		}
+		HZ_PREZERO_HOOK(HZ_PREZERO_AT_UNIT);
+		hz_prezero_share_help(); /* a calloc waiting on its own clear comes first */
+	}
+	hz_prezero_adapt_backing(s, m);
+	hz_stats_add(prezeroed_bytes, written);
+	hz_stats_add(prezero_ns, hz_prim_now_ns() - t0);
+	return top;
+}
+
+/* Zero job j's span, then hand it to its claimer or leave it DONE. */
+static void zero_job(struct job *j)
+{
+	struct hz_span s = j->span;
+	size_t dirty = zero_span(j, &s);
+	int state = __atomic_load_n(&j->state, __ATOMIC_ACQUIRE);
+
+	j->result = s;
+	j->dirty = dirty;
+	while (!__atomic_compare_exchange_n(&j->state, &state,
+					    state == JOB_CLAIMED ? JOB_HANDED : JOB_DONE, false,
+					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		;
+}
+
+/* The thread's turn at the table: table work only, bounded, no system
+ * call and no lock. Fills *zero with a job to zero, or NULL, and release
+ * with jobs whose memory to give back. Returns false when a program thread
+ * was in. */
+static bool take_turn(uint64_t now, struct job **zero, struct job **release, unsigned *n)
+{
+	struct hz_cache_batch decayed = { .count = 0 };
+	size_t clean;
+	unsigned spare;
+	int i;
+
+	__atomic_add_fetch(&turns, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&thread_in, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&program_in, __ATOMIC_SEQ_CST)) {
+		__atomic_store_n(&thread_in, 0, __ATOMIC_SEQ_CST);
+		return false;
+	}
+	HZ_PREZERO_HOOK(HZ_PREZERO_AT_SECTION);
+	/* A batch of slots for decay, one more for a span to zero. */
+	spare = count_jobs(&clean);
+	if (spare > HZ_CACHE_BATCH)
+		hz_cache_decay(&cache, now, &decayed);
+	for (*n = 0; *n < decayed.count; ++*n) {
+		release[*n] = free_job();
+		release[*n]->span = decayed.spans[*n];
+		__atomic_store_n(&release[*n]->state, JOB_RELEASING, __ATOMIC_RELEASE);
+	}
+	*zero = NULL;
+	clean += cache.clean_bytes;
+	if (now < __atomic_load_n(&paused_until, __ATOMIC_RELAXED)) {
+		/* starved: rest */
+	} else if (clean < calloc_demand) {
+		i = hz_cache_first_dirty(&cache);
+		if (i >= 0 && (*zero = free_job()) != NULL) {
+			(*zero)->span = hz_cache_remove(&cache, (unsigned)i).span;
+			__atomic_store_n(&(*zero)->state, JOB_ZEROING, __ATOMIC_RELEASE);
+		}
+	} else {
+		calloc_demand -= calloc_demand / 8; /* demand fades when idle */
+	}
+	publish_bytes();
+	__atomic_store_n(&thread_in, 0, __ATOMIC_SEQ_CST);
+	return true;
+}
+
+/* Give back the memory of a span decayed in the thread's turn; a program
+ * thread returns its granules. */
+static void release_memory(struct job *j)
+{
+	size_t len = hz_span_bytes(&j->span);
+
+	if (hz_backing_release(j->span.start, len) != 0)
+		hz_prim_madvise((void *)j->span.start, len, MADV_DONTNEED);
+	job_done(j, &j->span, len, true);
+}
+
+/* A block a late calloc left: to the table, dirty, through a job. */
+static void return_kept(void)
+{
+	struct hz_span kept;
+	struct job *j;
+
+	if (!hz_prezero_share_kept(&kept, false) || (j = free_job()) == NULL)
+		return;
+	hz_prezero_share_kept(&kept, true);
+	job_done(j, &kept, hz_span_bytes(&kept), false);
+}
+
+static void sleep_until_woken(int seq)
+{
+	HZ_PREZERO_HOOK(HZ_PREZERO_AT_SLEEP);
+	__atomic_store_n(&sleeping, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&wake_seq, __ATOMIC_SEQ_CST) == seq)
+		hz_prim_futex_wait(&wake_seq, seq, TICK_NS);
+	__atomic_store_n(&sleeping, 0, __ATOMIC_RELAXED);
+}
+
+static void *prezero_main(void *arg)
+{
+	(void)arg;
+	hz_prim_lower_thread_priority();
+	for (;;) {
+		int seq = __atomic_load_n(&wake_seq, __ATOMIC_ACQUIRE);
+		struct job *zero, *release[HZ_CACHE_BATCH];
+		unsigned n;
+
+		hz_prezero_share_help();
+		return_kept();
+		if (!take_turn(hz_prim_now_ns(), &zero, release, &n)) {
+			hz_prim_sleep_ns(RETRY_NS);
+			continue;
+		}
+		for (unsigned i = 0; i < n; i++)
+			release_memory(release[i]);
+		if (zero)
+			zero_job(zero);
+		else
+			sleep_until_woken(seq);
+	}
+	return NULL;
+}
+
+/* Started on the first free that could use it; detached and never joined:
+ * exit() ends it wherever it is, so it never delays exit. */
+static void start_thread(void)
+{
+	if (__atomic_exchange_n(&thread_started, 1, __ATOMIC_ACQ_REL))
+		return;
+	if (hz_prim_thread_start(prezero_main, NULL, THREAD_STACK) != 0) {
+		hz_info("could not start the pre-zero thread; calloc zeroes instead");
+		__atomic_store_n(&thread_failed, 1, __ATOMIC_RELEASE);
+	}
+}
+
+void hz_prezero_wake(void)
+{
+	if (!__atomic_load_n(&thread_started, __ATOMIC_ACQUIRE)) {
+		start_thread();
+		return;
+	}
+	__atomic_add_fetch(&wake_seq, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&sleeping, __ATOMIC_SEQ_CST))
+		hz_prim_futex_wake(&wake_seq, 1);
+}
+
+/* ---- claiming the span being zeroed ---- */
+
+static struct job *zeroing_job(void)
+{
+	for (unsigned i = 0; i < JOBS; i++)
+		if (__atomic_load_n(&jobs[i].state, __ATOMIC_ACQUIRE) == JOB_ZEROING)
+			return &jobs[i];
+	return NULL;
+}
+
+bool hz_prezero_claimable(size_t size, size_t align)
+{
+	const struct job *j = zeroing_job();
+
+	return j && hz_cache_fits(&j->span, size, align) &&
+	       !hz_cache_wasteful(j->span.granules,
+				  hz_cache_granules_for(size, j->span.backing));
+}
+
+int hz_prezero_claim(struct hz_span *span, size_t *dirty)
+{
+	struct job *j = zeroing_job();
+	int state = JOB_ZEROING;
+
+	if (!j || !__atomic_compare_exchange_n(&j->state, &state, JOB_CLAIMED, false,
+					       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		hz_prezero_leave(); /* it just finished: the cache has it next time */
+		return -EAGAIN;
+	}
+	hz_prezero_leave();
+	if (!hz_prezero_wait(&j->state, ~0, JOB_HANDED,
+		       hz_cache_policy()->unit / 4 * HZ_PREZERO_WAIT_NS_PER_4_BYTES)) {
+		state = JOB_CLAIMED;
+		if (__atomic_compare_exchange_n(&j->state, &state, JOB_ZEROING, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			hz_stats_add(takeovers_abandoned, 1);
+			return -EAGAIN;
+		}
+		/* handed over meanwhile */
+	}
+	*span = j->result;
+	*dirty = j->dirty;
+	__atomic_store_n(&j->state, JOB_FREE, __ATOMIC_RELEASE);
+	hz_stats_add(takeovers, 1);
+	return 0;
+}
+
+/* ---- fork ---- */
+
+void hz_prezero_fork_prepare(void)
+{
+	pthread_once(&cache_once, init_cache);
+	/* fork from a signal handler that interrupted this thread inside the
+	 * guard: waiting would deadlock, so the child just resets it. */
+	fork_skipped = hz_lock_held_here(&lock);
+	if (!fork_skipped) {
+		hz_lock(&lock);
+		__atomic_store_n(&program_in, 1, __ATOMIC_SEQ_CST);
+	}
+	/* The table is the child's only if the thread is out of it. */
+	fork_suspect = __atomic_load_n(&thread_in, __ATOMIC_SEQ_CST) &&
+		       !hz_prezero_wait(&thread_in, ~0, 0, GUARD_WAIT_NS);
+}
+
+void hz_prezero_fork_parent(void)
+{
+	if (!fork_skipped)
+		hz_prezero_leave();
+}
+
+/* What the thread held at the fork: a span it was zeroing goes back dirty
+ * (to its claimer, told to zero all of it, if a calloc in the child claimed
+ * it: possible only when fork ran in a signal handler), one it was
+ * releasing is released. */
+static void fork_child_jobs(void)
+{
+	for (unsigned i = 0; i < JOBS; i++) {
+		struct job *j = &jobs[i];
+
+		switch (j->state) {
+		case JOB_ZEROING:
+			job_done(j, &j->span, hz_span_bytes(&j->span), false);
+			break;
+		case JOB_CLAIMED:
+			j->result = j->span;
+			j->dirty = hz_span_bytes(&j->span);
+			j->state = JOB_HANDED;
+			break;
+		case JOB_RELEASING:
+			job_done(j, &j->span, hz_span_bytes(&j->span), true);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+/* The child has one thread: every flag is down whatever it was copied in,
+ * and the thread is re-created on the next free. A table the thread was
+ * changing at the fork (it stayed preempted in its turn past the deadline)
+ * may be torn: the child forgets it and its spans, rather than release
+ * spans it cannot trust. */
+void hz_prezero_fork_child(void)
+{
+	struct hz_cache_batch b = { .count = 0 };
+	struct hz_span kept;
+
+	hz_lock_reset(&lock);
+	program_in = 0;
+	thread_in = 0;
+	stalled_turn = ~0u;
+	thread_started = 0;
+	wake_seq = 0;
+	sleeping = 0;
+	if (fork_suspect) {
+		size_t used = hz_cache_budget_used(cache.budget);
+
+		hz_cache_budget_charge(cache.budget, 0, used < cache.bytes ? used : cache.bytes);
+		hz_cache_init(&cache, cache.decay_ns, cache.budget, hz_prezero_release);
+	}
+	fork_child_jobs();
+	if (hz_prezero_share_fork_child(&kept))
+		hz_cache_add(&cache, (struct hz_cache_entry){ kept, hz_prim_now_ns(), false }, &b);
+	collect(&b);
+	hz_prezero_release(&b);
+}
+
+#ifdef HZ_TEST_CORE
+unsigned hz_prezero_each_held(void (*fn)(const struct hz_span *span, void *ctx), void *ctx)
+{
+	struct hz_span kept;
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < JOBS; i++) {
+		const struct job *j = &jobs[i];
+		int state = __atomic_load_n(&j->state, __ATOMIC_ACQUIRE);
+
+		if (state == JOB_FREE)
+			continue;
+		n++;
+		if (fn)
+			fn(state == JOB_DONE || state == JOB_HANDED ? &j->result : &j->span, ctx);
+	}
+	return n + hz_prezero_share_kept(&kept, false);
+}
+#endif

@@ -1,0 +1,284 @@
+/* The program never waits for the pre-zero thread. The thread runs at idle
+ * priority, so the scheduler can stop it for seconds at any instruction;
+ * the test core's hooks (src/prezero.h) hold it at each point where it
+ * shares something with the program (its use of the cache's table, between
+ * two units of the span it zeroes, inside a chunk of a calloc's clear it
+ * shares, on its way to sleep), and while it is held, large malloc, calloc
+ * and free must each still return within BOUND_NS, calloc's memory zero.
+ * Afterwards the cache and the block tables must be consistent.
+ *
+ * The recycler is called as a library (hz_preload_* with the process's own
+ * allocator as next, tests/library/libc_next.h), so this runs under
+ * ThreadSanitizer too. Options come from tests/library/meson.build; each
+ * test runs in its own process. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "check.h"
+#include "libc_next.h"
+#include "prezero.h"
+#include "recycle.h"
+#include "stats.h"
+
+#define MiB ((size_t)1 << 20)
+#define DIRTY 0xdb
+/* The thread is held this long at most (ns); each operation must be done
+ * well before: 1.5 s is hundreds of times what one takes on this loaded
+ * 2-vCPU machine, and far less than the hold. */
+#define HOLD_NS 8000000000ull
+#define BOUND_NS 1500000000ull
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void nap_ms(unsigned ms)
+{
+	usleep(ms * 1000u);
+}
+
+/* ---- holding the thread ---- */
+
+static int hold_at = -1; /* the armed point, or -1 */
+static int held;         /* 1 while the thread is held, 2 once let go */
+static int let_go;
+
+static void hook(enum hz_prezero_point point)
+{
+	int armed = (int)point;
+	uint64_t t0;
+
+	if (!__atomic_compare_exchange_n(&hold_at, &armed, -1, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_RELAXED))
+		return; /* not this point, or already held once */
+	__atomic_store_n(&held, 1, __ATOMIC_RELEASE);
+	t0 = now_ns();
+	while (!__atomic_load_n(&let_go, __ATOMIC_ACQUIRE) && now_ns() - t0 < HOLD_NS)
+		nap_ms(1);
+	__atomic_store_n(&held, 2, __ATOMIC_RELEASE);
+}
+
+static void arm(enum hz_prezero_point point)
+{
+	__atomic_store_n(&let_go, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&held, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&hold_at, (int)point, __ATOMIC_RELEASE);
+}
+
+static bool wait_held(uint64_t ns)
+{
+	uint64_t t0 = now_ns();
+
+	while (__atomic_load_n(&held, __ATOMIC_ACQUIRE) == 0 && now_ns() - t0 < ns)
+		nap_ms(1);
+	return __atomic_load_n(&held, __ATOMIC_ACQUIRE) != 0;
+}
+
+/* Let the thread go, wait until it has, and check what it left. */
+static void release_and_check(void)
+{
+	struct hz_blocks_census bc;
+	struct hz_recycle_census rc;
+	uint64_t t0 = now_ns();
+
+	__atomic_store_n(&hold_at, -1, __ATOMIC_RELEASE);
+	__atomic_store_n(&let_go, 1, __ATOMIC_RELEASE);
+	while (__atomic_load_n(&held, __ATOMIC_ACQUIRE) == 1 && now_ns() - t0 < HOLD_NS)
+		nap_ms(1);
+	nap_ms(50);
+	assert_int_equal(hz_recycle_check(&rc, NULL, NULL), 0);
+	assert_int_equal(hz_blocks_check(&bc), 0);
+	assert_int_equal(bc.live_blocks, 0);
+}
+
+/* ---- operations that must not wait ---- */
+
+static void dirty_free(size_t size)
+{
+	unsigned char *p = hz_preload_malloc(hz_test_libc_next, size);
+
+	assert_non_null(p);
+	memset(p, DIRTY, size);
+	hz_preload_free(hz_test_libc_next, p);
+}
+
+static bool all_zero(const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i += 4096)
+		if (p[i] != 0 || p[i + 4095] != 0)
+			return false;
+	return true;
+}
+
+/* Run on a thread of its own (cmocka asserts only on the main thread):
+ * returns NULL or what went wrong. */
+static const char *some_large_operations(size_t size)
+{
+	for (int i = 0; i < 4; i++) {
+		unsigned char *p = hz_preload_malloc(hz_test_libc_next, size);
+		unsigned char *q = hz_preload_calloc(hz_test_libc_next, 1, size);
+
+		if (p == NULL || q == NULL)
+			return "malloc or calloc failed";
+		if (!all_zero(q, size))
+			return "calloc returned a block that is not zero";
+		memset(p, DIRTY, size);
+		memset(q, DIRTY, size);
+		hz_preload_free(hz_test_libc_next, p);
+		hz_preload_free(hz_test_libc_next, q);
+	}
+	return NULL;
+}
+
+struct run {
+	size_t size;
+	const char *error;
+	int done;
+};
+
+static void *run_operations(void *arg)
+{
+	struct run *r = arg;
+
+	r->error = some_large_operations(r->size);
+	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* The operations on blocks of size, while the thread is held: each round
+ * must be done within BOUND_NS. */
+static void operations_within_bound(size_t size, const char *held_where)
+{
+	struct run r = { size, NULL, 0 };
+	uint64_t t0 = now_ns(), took;
+	pthread_t t;
+	bool done;
+
+	assert_int_equal(pthread_create(&t, NULL, run_operations, &r), 0);
+	while (!__atomic_load_n(&r.done, __ATOMIC_ACQUIRE) && now_ns() - t0 < 4 * BOUND_NS)
+		nap_ms(1);
+	took = now_ns() - t0;
+	done = __atomic_load_n(&r.done, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&let_go, 1, __ATOMIC_RELEASE); /* free it either way */
+	assert_int_equal(pthread_join(t, NULL), 0);
+	if (!done)
+		fail_msg("with the pre-zero thread held %s, 4 rounds of large malloc, calloc "
+			 "and free of %zu MiB were not done after %.1f s: they waited for it",
+			 held_where, size / MiB, (double)took / 1e9);
+	if (r.error)
+		fail_msg("%s", r.error);
+	printf("# held %s: 4 rounds of %zu MiB malloc/calloc/free took %.1f ms\n", held_where,
+	       size / MiB, (double)took / 1e6);
+}
+
+/* ---- the tests ---- */
+
+/* The thread starts on the first dirty free and looks at the table at
+ * once; it is held there. */
+static void held_in_its_table_section(void **state)
+{
+	(void)state;
+	arm(HZ_PREZERO_AT_SECTION);
+	dirty_free(8 * MiB);
+	if (!wait_held(5000000000ull))
+		fail_msg("the pre-zero thread never looked at the cache");
+	operations_within_bound(8 * MiB, "in its table section");
+	release_and_check();
+}
+
+/* With nothing to do it goes to sleep; held on the way, every free that
+ * wakes it must still return. */
+static void held_on_its_way_to_sleep(void **state)
+{
+	(void)state;
+	arm(HZ_PREZERO_AT_SLEEP);
+	dirty_free(8 * MiB);
+	if (!wait_held(5000000000ull))
+		fail_msg("the pre-zero thread never went to sleep");
+	operations_within_bound(8 * MiB, "on its way to sleep");
+	release_and_check();
+}
+
+/* Held between two units of a span it pre-zeroes, which a calloc of that
+ * size claims: the calloc waits a bounded time, then takes another block. */
+static void held_while_zeroing_a_span_calloc_wants(void **state)
+{
+	void *p;
+
+	(void)state;
+	p = hz_preload_calloc(hz_test_libc_next, 1, 32 * MiB); /* calloc demand */
+	hz_preload_free(hz_test_libc_next, p);
+	arm(HZ_PREZERO_AT_UNIT);
+	dirty_free(32 * MiB);
+	if (!wait_held(5000000000ull))
+		skip(); /* idle priority: it never got a CPU; nothing to test */
+	operations_within_bound(32 * MiB, "between two units of a span");
+	release_and_check();
+}
+
+/* Held inside a chunk of a calloc's own clear that it shares (the block is
+ * at least HUGEZERO_PREZERO_SPLIT_MIN): the calloc waits a bounded time.
+ * The thread gets a chunk only if it runs while the calloc clears, so the
+ * calloc is repeated until it does. */
+static void held_inside_a_shared_clear(void **state)
+{
+	const size_t size = 128 * MiB;
+	struct run r = { 0, NULL, 0 };
+
+	(void)state;
+	dirty_free(4 * MiB); /* start the thread */
+	nap_ms(100);
+	arm(HZ_PREZERO_AT_CHUNK);
+	for (int i = 0; i < 50 && __atomic_load_n(&held, __ATOMIC_ACQUIRE) == 0; i++) {
+		uint64_t t0 = now_ns();
+		unsigned char *p;
+
+		dirty_free(size);
+		p = hz_preload_calloc(hz_test_libc_next, 1, size);
+		r.done = (int)(now_ns() - t0 < BOUND_NS);
+		assert_non_null(p);
+		if (!all_zero(p, size))
+			fail_msg("calloc of a dirty %zu MiB block is not zero", size / MiB);
+		hz_preload_free(hz_test_libc_next, p);
+		if (!r.done)
+			fail_msg("with the pre-zero thread held inside a chunk of its clear, "
+				 "calloc of %zu MiB took %.1f s: it waited for the thread",
+				 size / MiB, (double)(now_ns() - t0) / 1e9);
+	}
+	if (__atomic_load_n(&held, __ATOMIC_ACQUIRE) == 0) {
+		__atomic_store_n(&hold_at, -1, __ATOMIC_RELEASE);
+		printf("# the pre-zero thread never took a chunk of a shared clear\n");
+		skip();
+	}
+	operations_within_bound(8 * MiB, "inside a chunk of a shared clear");
+	release_and_check();
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest all[] = {
+		cmocka_unit_test(held_in_its_table_section),
+		cmocka_unit_test(held_on_its_way_to_sleep),
+		cmocka_unit_test(held_while_zeroing_a_span_calloc_wants),
+		cmocka_unit_test(held_inside_a_shared_clear),
+	};
+
+	hz_test_library_options();
+	__atomic_store_n(&hz_prezero_test_hook, hook, __ATOMIC_RELEASE);
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
+	return cmocka_run_group_tests(all, NULL, NULL);
+}

@@ -1,0 +1,258 @@
+/* The cache's table of freed spans (src/cache.c) without a thread, a lock
+ * or a system call: pick, take and split, merge, eviction, decay and the
+ * shared budget. Spans are only numbers here: the table never touches
+ * their memory. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "cache.h"
+
+#define G HZ_GRANULE
+#define BASE ((uintptr_t)1 << 40)
+#define NS 1000000000ull
+
+static struct hz_cache cache;
+static struct hz_cache_budget budget;
+static unsigned flushed; /* spans released by a full batch */
+
+static void flush(struct hz_cache_batch *b)
+{
+	flushed += b->count;
+	b->count = 0;
+}
+
+/* An empty table, a budget of 1024 granules, decay after 1 s. */
+static int fresh(void **state)
+{
+	(void)state;
+	budget = (struct hz_cache_budget){ 1024 * G, 0 };
+	flushed = 0;
+	hz_cache_init(&cache, NS, &budget, flush);
+	return 0;
+}
+
+static struct hz_cache_entry entry(size_t first, size_t granules, bool clean, uint64_t t)
+{
+	return (struct hz_cache_entry){ { BASE + first * G, granules, HZ_BACKING_THP }, t, clean };
+}
+
+static void add(struct hz_cache_entry e)
+{
+	struct hz_cache_batch b = { .count = 0 };
+
+	hz_cache_add(&cache, e, &b);
+	assert_int_equal(b.count, 0);
+}
+
+static int find(uintptr_t start)
+{
+	for (unsigned i = 0; i < cache.count; i++)
+		if (cache.entries[i].span.start == start)
+			return (int)i;
+	return -1;
+}
+
+static void assert_accounted(void)
+{
+	size_t bytes = 0, clean = 0;
+
+	for (unsigned i = 0; i < cache.count; i++) {
+		bytes += hz_span_bytes(&cache.entries[i].span);
+		clean += cache.entries[i].clean ? hz_span_bytes(&cache.entries[i].span) : 0;
+	}
+	assert_int_equal(cache.bytes, bytes);
+	assert_int_equal(cache.clean_bytes, clean);
+	assert_int_equal(hz_cache_budget_used(&budget), bytes);
+}
+
+static void pick_prefers_the_wanted_state_then_the_smallest(void **state)
+{
+	(void)state;
+	add(entry(0, 8, true, 1));
+	add(entry(20, 4, false, 1));
+	add(entry(40, 6, true, 1));
+	add(entry(60, 5, false, 1));
+	/* calloc: the smallest clean one, though a dirty one is smaller */
+	assert_int_equal(find(BASE + 40 * G), hz_cache_pick(&cache, 3 * G, 0, true, true));
+	/* malloc: the smallest dirty one */
+	assert_int_equal(find(BASE + 20 * G), hz_cache_pick(&cache, 3 * G, 0, false, true));
+	/* dirty ones not allowed: the smallest clean one */
+	assert_int_equal(find(BASE + 40 * G), hz_cache_pick(&cache, 3 * G, 0, false, false));
+	/* only a clean one is big enough for 7 granules */
+	assert_int_equal(find(BASE + 0 * G), hz_cache_pick(&cache, 7 * G, 0, false, true));
+	assert_int_equal(-1, hz_cache_pick(&cache, 9 * G, 0, true, true));
+	assert_accounted();
+}
+
+static void pick_needs_the_size_in_whole_pages_and_the_alignment(void **state)
+{
+	(void)state;
+	add(entry(1, 2, false, 1)); /* starts 2 MiB past a 4 MiB boundary */
+	add(entry(8, 2, false, 1)); /* 16 MiB: 4 MiB aligned */
+	/* a byte over two granules needs three: neither fits */
+	assert_int_equal(-1, hz_cache_pick(&cache, 2 * G + 1, 0, false, true));
+	assert_int_equal(find(BASE + 8 * G), hz_cache_pick(&cache, 2 * G, 4 * G, false, true));
+	/* 1 GiB pages: a request rounds up to whole 1 GiB pages */
+	assert_int_equal(hz_cache_granules_for(G + 1, HZ_BACKING_HUGETLB1G), HZ_SIZE_1G / G);
+	assert_int_equal(hz_cache_granules_for(G + 1, HZ_BACKING_THP), 2);
+}
+
+static void take_splits_off_only_a_wasteful_remainder(void **state)
+{
+	struct hz_cache_batch b = { .count = 0 };
+	struct hz_cache_entry e;
+
+	(void)state;
+	add(entry(0, 10, true, 1));
+	/* 10 granules for 9: 11% more, kept whole */
+	e = hz_cache_take(&cache, 0, 9 * G, &b);
+	assert_int_equal(e.span.granules, 10);
+	assert_int_equal(cache.count, 0);
+	add(e);
+	/* 10 granules for 8: 25% more, the last 2 go back, still clean */
+	e = hz_cache_take(&cache, 0, 8 * G, &b);
+	assert_int_equal(e.span.start, BASE);
+	assert_int_equal(e.span.granules, 8);
+	assert_true(e.clean);
+	assert_int_equal(cache.count, 1);
+	assert_int_equal(cache.entries[0].span.start, BASE + 8 * G);
+	assert_int_equal(cache.entries[0].span.granules, 2);
+	assert_true(cache.entries[0].clean);
+	assert_int_equal(b.count, 0);
+	assert_accounted();
+}
+
+static void add_merges_neighbours_of_one_backing_and_state(void **state)
+{
+	struct hz_cache_entry other = entry(4, 2, true, 1);
+
+	(void)state;
+	add(entry(0, 2, true, 5));
+	add(entry(4, 2, true, 7));
+	add(entry(2, 2, true, 6)); /* fills the gap: one span of 6 granules */
+	assert_int_equal(cache.count, 1);
+	assert_int_equal(cache.entries[0].span.start, BASE);
+	assert_int_equal(cache.entries[0].span.granules, 6);
+	assert_int_equal(cache.entries[0].idle_since, 7); /* the newest part's */
+	add(entry(6, 2, false, 1)); /* dirty: not merged with clean */
+	other.span.start = BASE + 8 * G;
+	other.span.backing = HZ_BACKING_SMALL; /* another backing: not merged */
+	add(other);
+	assert_int_equal(cache.count, 3);
+	assert_accounted();
+}
+
+static void add_evicts_the_oldest_over_the_budget(void **state)
+{
+	struct hz_cache_batch b = { .count = 0 };
+
+	(void)state;
+	budget.max = 10 * G;
+	add(entry(0, 4, false, 30));
+	add(entry(10, 4, false, 10)); /* the oldest */
+	hz_cache_add(&cache, entry(20, 4, true, 40), &b);
+	assert_int_equal(b.count, 1);
+	assert_int_equal(b.spans[0].start, BASE + 10 * G);
+	assert_int_equal(cache.count, 2);
+	assert_true(find(BASE + 20 * G) >= 0);
+	assert_accounted();
+}
+
+static void add_gives_the_span_back_when_another_cache_holds_the_budget(void **state)
+{
+	struct hz_cache_batch b = { .count = 0 };
+
+	(void)state;
+	budget.max = 10 * G;
+	add(entry(0, 2, false, 1));
+	hz_cache_budget_charge(&budget, 7 * G, 0); /* the jemalloc extents' */
+	hz_cache_add(&cache, entry(10, 2, false, 2), &b);
+	/* the table's own span was evicted first, then the new one fits */
+	assert_int_equal(b.count, 1);
+	assert_int_equal(b.spans[0].start, BASE);
+	assert_int_equal(cache.count, 1);
+	b.count = 0;
+	hz_cache_budget_charge(&budget, G, 0);
+	hz_cache_add(&cache, entry(20, 3, false, 3), &b);
+	/* 8 granules held elsewhere: the table empties and still cannot hold 3 */
+	assert_int_equal(b.count, 2);
+	assert_int_equal(b.spans[1].start, BASE + 20 * G);
+	assert_int_equal(cache.count, 0);
+	assert_int_equal(hz_cache_budget_used(&budget), 8 * G);
+}
+
+static void decay_releases_idle_spans_a_batch_at_a_time(void **state)
+{
+	struct hz_cache_batch b = { .count = 0 };
+
+	(void)state;
+	for (size_t i = 0; i < 10; i++)
+		add(entry(i * 4, 2, i % 2, 1)); /* idle since 1 ns */
+	add(entry(100, 2, false, NS + 1));
+	/* 1 ns short for the old ones, and the new one is from after now */
+	hz_cache_decay(&cache, NS, &b);
+	assert_int_equal(b.count, 0);
+	hz_cache_decay(&cache, NS + 1, &b);
+	assert_int_equal(b.count, HZ_CACHE_BATCH);
+	assert_int_equal(cache.count, 11 - HZ_CACHE_BATCH);
+	b.count = 0;
+	hz_cache_decay(&cache, NS + 1, &b);
+	assert_int_equal(b.count, 2);
+	assert_int_equal(cache.count, 1);
+	assert_int_equal(cache.entries[0].span.start, BASE + 100 * G);
+	assert_accounted();
+}
+
+static void a_full_table_evicts_and_flushes_a_full_batch(void **state)
+{
+	struct hz_cache_batch b = { .count = 0 };
+
+	(void)state;
+	budget.max = (size_t)1 << 46;
+	for (size_t i = 0; i < HZ_CACHE_ENTRIES + HZ_CACHE_BATCH + 3; i++)
+		hz_cache_add(&cache, entry(i * 2, 1, false, i), &b); /* never adjacent */
+	assert_int_equal(cache.count, HZ_CACHE_ENTRIES);
+	/* the oldest went first: the batch and what it flushed */
+	assert_int_equal(flushed + b.count, HZ_CACHE_BATCH + 3);
+	assert_int_equal(flushed, HZ_CACHE_BATCH);
+	assert_int_equal(b.spans[0].start, BASE + 2 * HZ_CACHE_BATCH * G);
+	assert_int_equal(-1, find(BASE));
+	assert_accounted();
+}
+
+static void first_dirty_and_remove_keep_the_counts(void **state)
+{
+	struct hz_cache_entry e;
+
+	(void)state;
+	add(entry(0, 2, true, 1));
+	assert_int_equal(-1, hz_cache_first_dirty(&cache));
+	add(entry(10, 3, false, 1));
+	assert_int_equal(find(BASE + 10 * G), hz_cache_first_dirty(&cache));
+	e = hz_cache_remove(&cache, (unsigned)hz_cache_first_dirty(&cache));
+	assert_int_equal(e.span.granules, 3);
+	assert_false(e.clean);
+	assert_int_equal(cache.count, 1);
+	assert_accounted();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(pick_prefers_the_wanted_state_then_the_smallest, fresh),
+		cmocka_unit_test_setup(pick_needs_the_size_in_whole_pages_and_the_alignment, fresh),
+		cmocka_unit_test_setup(take_splits_off_only_a_wasteful_remainder, fresh),
+		cmocka_unit_test_setup(add_merges_neighbours_of_one_backing_and_state, fresh),
+		cmocka_unit_test_setup(add_evicts_the_oldest_over_the_budget, fresh),
+		cmocka_unit_test_setup(add_gives_the_span_back_when_another_cache_holds_the_budget,
+				       fresh),
+		cmocka_unit_test_setup(decay_releases_idle_spans_a_batch_at_a_time, fresh),
+		cmocka_unit_test_setup(a_full_table_evicts_and_flushes_a_full_batch, fresh),
+		cmocka_unit_test_setup(first_dirty_and_remove_keep_the_counts, fresh),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
