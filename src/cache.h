@@ -14,16 +14,14 @@
 #include <stdint.h>
 
 #include "blocks.h"
+#include "options.h" /* enum hz_prezero_opt, generated from options.def */
 
 /* ---- the policy (cache_policy.c) ---- */
-
-/* HUGEZERO_PREZERO's choices, in the order of options.def. */
-enum hz_prezero_mode { HZ_PREZERO_THREAD, HZ_PREZERO_SYNC, HZ_PREZERO_OFF };
 
 struct hz_cache_policy {
 	size_t cache_max;   /* HUGEZERO_CACHE_MAX, at most a quarter of RAM */
 	uint64_t decay_ns;  /* HUGEZERO_DECAY_MS */
-	enum hz_prezero_mode prezero;
+	enum hz_prezero_opt prezero; /* HUGEZERO_PREZERO */
 	size_t unit;        /* HUGEZERO_PREZERO_UNIT */
 	size_t split_min;   /* HUGEZERO_PREZERO_SPLIT_MIN */
 	bool zero_on_free;  /* HUGEZERO_ZERO_ON_FREE */

@@ -3,7 +3,7 @@
 
 #include <pthread.h>
 
-#include "options.h"
+#include "config.h"
 #include "prim/prim.h"
 
 static struct hz_cache_policy policy;
@@ -13,17 +13,18 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 /* Every option the caches use, read in one place. */
 static void build(struct hz_cache_policy *p)
 {
+	const struct hz_config *c = hz_config();
 	uint64_t ram = 0, swap = 0;
 
-	p->cache_max = (size_t)hz_option_u64(HZ_OPT_CACHE_MAX);
+	p->cache_max = c->cache_max;
 	/* Never more than a quarter of RAM, whatever the option says. */
 	if (hz_prim_memory(&ram, &swap) == 0 && p->cache_max > ram / 4)
 		p->cache_max = (size_t)(ram / 4);
-	p->decay_ns = hz_option_u64(HZ_OPT_DECAY_MS) * 1000000ull;
-	p->prezero = (enum hz_prezero_mode)hz_option_u64(HZ_OPT_PREZERO);
-	p->unit = (size_t)hz_option_u64(HZ_OPT_PREZERO_UNIT);
-	p->split_min = (size_t)hz_option_u64(HZ_OPT_PREZERO_SPLIT_MIN);
-	p->zero_on_free = hz_option_u64(HZ_OPT_ZERO_ON_FREE) != 0;
+	p->decay_ns = c->decay_ms * 1000000ull;
+	p->prezero = c->prezero;
+	p->unit = c->prezero_unit;
+	p->split_min = c->prezero_split_min;
+	p->zero_on_free = c->zero_on_free;
 }
 
 static void init(void)

@@ -216,17 +216,17 @@ void hz_prezero_note_calloc(size_t size)
 
 bool hz_prezero_can_help(void)
 {
-	return hz_prezero_mode() == HZ_PREZERO_THREAD &&
+	return hz_prezero_mode() == HZ_PREZERO_OPT_THREAD &&
 	       __atomic_load_n(&thread_started, __ATOMIC_ACQUIRE) &&
 	       hz_prim_now_ns() >= __atomic_load_n(&paused_until, __ATOMIC_RELAXED);
 }
 
-enum hz_prezero_mode hz_prezero_mode(void)
+enum hz_prezero_opt hz_prezero_mode(void)
 {
-	enum hz_prezero_mode m = hz_cache_policy()->prezero;
+	enum hz_prezero_opt m = hz_cache_policy()->prezero;
 
-	if (m == HZ_PREZERO_THREAD && __atomic_load_n(&thread_failed, __ATOMIC_ACQUIRE))
-		return HZ_PREZERO_SYNC;
+	if (m == HZ_PREZERO_OPT_THREAD && __atomic_load_n(&thread_failed, __ATOMIC_ACQUIRE))
+		return HZ_PREZERO_OPT_SYNC;
 	return m;
 }
 

@@ -26,7 +26,7 @@ void hz_prezero_leave(void);
 
 /* The effective mode: the policy's, or sync once the thread could not be
  * started. */
-enum hz_prezero_mode hz_prezero_mode(void);
+enum hz_prezero_opt hz_prezero_mode(void);
 
 /* Inside the guard: a calloc of size bytes; the thread keeps about two of
  * the largest recent ones clean. */

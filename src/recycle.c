@@ -40,7 +40,7 @@ static int zero_dirty(struct hz_span *span, size_t dirty)
 static int from_cache(size_t size, size_t align, bool zero, struct hz_cache_batch *b,
 		      struct hz_span *span, size_t *dirty)
 {
-	bool dirty_ok = !zero || hz_prezero_mode() != HZ_PREZERO_OFF;
+	bool dirty_ok = !zero || hz_prezero_mode() != HZ_PREZERO_OPT_OFF;
 	bool may_claim = true;
 	struct hz_cache *c;
 	int i;
@@ -130,7 +130,7 @@ void hz_recycle_free(void *p)
 	hz_cache_add(c, e, &b);
 	hz_prezero_leave();
 	hz_prezero_release(&b);
-	if (hz_prezero_mode() == HZ_PREZERO_THREAD && !e.clean)
+	if (hz_prezero_mode() == HZ_PREZERO_OPT_THREAD && !e.clean)
 		hz_prezero_wake();
 }
 

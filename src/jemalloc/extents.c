@@ -207,7 +207,7 @@ int hz_extents_alloc(unsigned arena, uintptr_t want, size_t size, size_t align,
 		return -EINVAL;
 	if (align < PAGE)
 		align = PAGE;
-	must_zero = must_zero || hz_cache_policy()->prezero != HZ_PREZERO_OFF;
+	must_zero = must_zero || hz_cache_policy()->prezero != HZ_PREZERO_OPT_OFF;
 	hz_lock(&lock);
 	if (want) {
 		r = claim_at(arena, want, size / PAGE, align, &first);
