@@ -3,15 +3,19 @@
  * make system calls that fail (a refused madvise, a trim at
  * vm.max_map_count) and still succeed with the program's errno intact.
  * Every call here fails for real, in the kernel; errno must still hold the
- * sentinel afterwards. */
+ * sentinel afterwards. Then what the memory operations of prim/memory.h
+ * do, on real mappings. */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <cmocka.h>
 
+#include "prim/memory.h"
 #include "prim/prim.h"
 
 #define PAGE ((size_t)4096)
@@ -76,11 +80,158 @@ static void failing_mappings_keep_errno(void **state)
 	munmap(p, 2 * PAGE);
 }
 
+/* The semantic operations of prim/memory.h, failing the same way. */
+static void failing_memory_operations_keep_errno(void **state)
+{
+	char *p = scratch();
+	void *out;
+
+	(void)state;
+	errno = SENTINEL;
+	/* More than the address space holds. */
+	assert_int_equal(hz_prim_map_aligned(SIZE_MAX / 2, (size_t)2 << 20, 0, PROT_READ,
+					     MAP_PRIVATE | MAP_ANONYMOUS, HZ_TRIM_BEST_EFFORT, &out),
+			 -ENOMEM);
+	assert_int_equal(errno, SENTINEL);
+	assert_int_equal(hz_prim_reserve((size_t)1 << 62, (size_t)1 << 30, &out), -ENOMEM);
+	assert_int_equal(errno, SENTINEL);
+	assert_int_equal(hz_prim_decommit((uintptr_t)p + 1, PAGE), -EINVAL);
+	assert_int_equal(errno, SENTINEL);
+	/* Mapped already: never replaced. */
+	assert_int_equal(hz_prim_reserve_hole((uintptr_t)p, 2 * PAGE), -EEXIST);
+	assert_int_equal(errno, SENTINEL);
+	assert_int_equal(p[0], 0);
+	munmap(p, 2 * PAGE);
+}
+
+/* ---- what the memory operations do ---- */
+
+#define MIB ((size_t)1 << 20)
+
+static bool mapped(const void *p, size_t len)
+{
+	static unsigned char vec[(16 << 20) / 4096];
+
+	return mincore((void *)p, len, vec) == 0;
+}
+
+/* The congruent variant (exec remap's staging copy): the address is
+ * target's modulo the alignment, and exactly len bytes are mapped. */
+static void map_aligned_gives_the_congruent_address(void **state)
+{
+	const uintptr_t targets[] = { 0, 0x12345000, 0x7f00001ff000 };
+	void *p;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+		assert_int_equal(hz_prim_map_aligned(3 * MIB, 2 * MIB, targets[i],
+						     PROT_READ | PROT_WRITE,
+						     MAP_PRIVATE | MAP_ANONYMOUS,
+						     HZ_TRIM_OR_FAIL, &p), 0);
+		assert_int_equal(((uintptr_t)p - targets[i]) % (2 * MIB), 0);
+		assert_true(mapped(p, 3 * MIB));
+		assert_int_equal(munmap(p, 3 * MIB), 0);
+	}
+	assert_int_equal(hz_prim_reserve(4 * MIB, 1 << 30, &p), 0);
+	assert_int_equal((uintptr_t)p % (1 << 30), 0);
+	assert_int_equal(munmap(p, 4 * MIB), 0);
+}
+
+/* Commit gives read-write zero memory inside a reservation; decommit turns
+ * it back into reservation, with its pages gone. */
+static void commit_then_decommit_keeps_the_address_space(void **state)
+{
+	unsigned char vec[512];
+	bool advised;
+	char *p;
+
+	(void)state;
+	assert_int_equal(hz_prim_reserve(4 * MIB, 2 * MIB, (void **)&p), 0);
+	assert_int_equal(hz_prim_commit((uintptr_t)p, 2 * MIB, HZ_PAGES_SMALL, &advised), 0);
+	assert_true(p[0] == 0 && p[2 * MIB - 1] == 0);
+	memset(p, 1, 2 * MIB);
+	assert_int_equal(hz_prim_decommit((uintptr_t)p, 2 * MIB), 0);
+	assert_int_equal(mincore(p, 2 * MIB, vec), 0); /* still mapped */
+	assert_int_equal(vec[0] & 1, 0);              /* but not resident */
+	assert_int_equal(munmap(p, 4 * MIB), 0);
+}
+
+/* A hole in a reservation is reserved again, around a page another thread
+ * mapped into it meanwhile, which survives. */
+static void reserve_hole_spares_a_mapping_made_in_the_hole(void **state)
+{
+	uint64_t taken = hz_prim_holes_taken();
+	char *p, *other;
+
+	(void)state;
+	assert_int_equal(hz_prim_reserve(8 * MIB, 2 * MIB, (void **)&p), 0);
+	assert_int_equal(munmap(p + 2 * MIB, 4 * MIB), 0);
+	assert_int_equal(hz_prim_reserve_hole((uintptr_t)p + 2 * MIB, 2 * MIB), 0);
+	assert_true(mapped(p, 4 * MIB));
+	other = mmap(p + 5 * MIB, PAGE, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	assert_true(other == p + 5 * MIB);
+	other[0] = 0x5a;
+	assert_int_equal(hz_prim_reserve_hole((uintptr_t)p + 4 * MIB, 2 * MIB), -EEXIST);
+	assert_int_equal(other[0], 0x5a);
+	assert_true(mapped(p, 8 * MIB));
+	assert_int_equal(hz_prim_holes_taken(), taken + 1);
+	assert_int_equal(munmap(p, 8 * MIB), 0);
+}
+
+struct runs {
+	struct hz_range run[8];
+	bool resident[8];
+	unsigned count;
+};
+
+static void note_run(void *ctx, struct hz_range run, bool resident)
+{
+	struct runs *r = ctx;
+
+	assert_true(r->count < 8);
+	r->run[r->count] = run;
+	r->resident[r->count++] = resident;
+}
+
+/* Maximal runs, in order, none empty. */
+static void residency_walks_maximal_runs(void **state)
+{
+	struct runs r = { .count = 0 };
+	struct hz_prim_discard d;
+	uintptr_t a;
+	char *p;
+
+	(void)state;
+	assert_int_equal(hz_prim_probe_discard(&d), 0);
+	if (!d.mincore_works) {
+		print_message("skipped: mincore does not tell written pages here (an emulator?)\n");
+		skip();
+	}
+	p = mmap(NULL, 8 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(p != MAP_FAILED);
+	assert_int_equal(madvise(p, 8 * PAGE, MADV_NOHUGEPAGE), 0);
+	p[0] = p[PAGE] = p[4 * PAGE] = 1;
+	a = (uintptr_t)p;
+	assert_int_equal(hz_prim_residency(a, 8 * PAGE, note_run, &r), 0);
+	assert_int_equal(r.count, 4);
+	assert_true(r.resident[0] && !r.resident[1] && r.resident[2] && !r.resident[3]);
+	assert_true(r.run[0].start == a && r.run[0].end == a + 2 * PAGE);
+	assert_true(r.run[1].end == a + 4 * PAGE && r.run[2].end == a + 5 * PAGE);
+	assert_true(r.run[3].end == a + 8 * PAGE);
+	munmap(p, 8 * PAGE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(failing_calls_keep_errno),
 		cmocka_unit_test(failing_mappings_keep_errno),
+		cmocka_unit_test(failing_memory_operations_keep_errno),
+		cmocka_unit_test(map_aligned_gives_the_congruent_address),
+		cmocka_unit_test(commit_then_decommit_keeps_the_address_space),
+		cmocka_unit_test(reserve_hole_spares_a_mapping_made_in_the_hole),
+		cmocka_unit_test(residency_walks_maximal_runs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
