@@ -12,6 +12,7 @@
 
 #include "log.h"
 #include "options.h"
+#include "prim/memory.h"
 #include "prim/prim.h"
 #include "range.h"
 #include "stats.h"
@@ -201,19 +202,17 @@ static double small_page_rate(void)
 {
 	static double rate; /* racing first callers measure twice; harmless */
 	double r;
-	uintptr_t aligned;
 	void *mem;
 
 	__atomic_load(&rate, &r, __ATOMIC_RELAXED);
 	if (r != 0)
 		return r;
-	if (hz_prim_mmap(NULL, 2 * HZ_SIZE_2M, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &mem) != 0)
+	if (hz_prim_map_aligned(HZ_SIZE_2M, HZ_SIZE_2M, 0, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, HZ_TRIM_OR_FAIL, &mem) != 0)
 		return -1;
-	aligned = hz_align_up((uintptr_t)mem, HZ_SIZE_2M);
-	hz_prim_madvise((void *)aligned, HZ_SIZE_2M, MADV_NOHUGEPAGE);
-	r = populate_rate(aligned);
-	hz_prim_munmap(mem, 2 * HZ_SIZE_2M);
+	hz_prim_madvise(mem, HZ_SIZE_2M, MADV_NOHUGEPAGE);
+	r = populate_rate((uintptr_t)mem);
+	hz_prim_munmap(mem, HZ_SIZE_2M);
 	__atomic_store(&rate, &r, __ATOMIC_RELAXED);
 	return r;
 }

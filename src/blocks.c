@@ -14,6 +14,7 @@
 #include "lock.h"
 #include "log.h"
 #include "options.h"
+#include "prim/memory.h"
 #include "prim/prim.h"
 #include "range.h"
 #include "stats.h"
@@ -136,24 +137,18 @@ static int map_tables(size_t count)
 static int reserve(void)
 {
 	size_t size = hz_blocks_reservation_size();
-	uintptr_t raw, start;
+	uintptr_t start;
 	void *mem;
 	int ret;
 
 	if (size < HZ_ALIGN_MAX)
 		return -ENOMEM;
-	/* Over-reserve by 1 GiB and trim, so the range is 1 GiB aligned and
-	 * any block alignment up to HZ_ALIGN_MAX is an index alignment. */
-	ret = hz_prim_mmap(NULL, size + HZ_ALIGN_MAX, PROT_NONE,
-			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &mem);
+	/* 1 GiB aligned, so any block alignment up to HZ_ALIGN_MAX is an
+	 * index alignment. */
+	ret = hz_prim_reserve(size, HZ_ALIGN_MAX, &mem);
 	if (ret != 0)
 		return ret;
-	raw = (uintptr_t)mem;
-	start = hz_align_up(raw, HZ_ALIGN_MAX);
-	if (start > raw)
-		hz_prim_munmap(mem, start - raw);
-	if (raw + HZ_ALIGN_MAX > start)
-		hz_prim_munmap((void *)(start + size), raw + HZ_ALIGN_MAX - start);
+	start = (uintptr_t)mem;
 	granule_count = size / HZ_GRANULE;
 	ret = map_tables(granule_count);
 	if (ret != 0) {
