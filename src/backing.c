@@ -17,11 +17,6 @@
 #include "range.h"
 #include "stats.h"
 
-#ifndef MAP_HUGE_SHIFT
-#define MAP_HUGE_SHIFT 26
-#endif
-#define MAP_HUGE_2MB_FLAG (21 << MAP_HUGE_SHIFT)
-#define MAP_HUGE_1GB_FLAG (30 << MAP_HUGE_SHIFT)
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
 #endif
@@ -32,10 +27,10 @@ enum { OPT_AUTO, OPT_HUGETLB1G, OPT_HUGETLB2M, OPT_THP, OPT_NONE };
 
 static const struct {
 	const char *dir; /* the pool's sysfs directory */
-	int flags;
+	enum hz_prim_pages pages;
 } pools[] = {
-	[HZ_BACKING_HUGETLB1G] = { "/sys/kernel/mm/hugepages/hugepages-1048576kB", MAP_HUGE_1GB_FLAG },
-	[HZ_BACKING_HUGETLB2M] = { "/sys/kernel/mm/hugepages/hugepages-2048kB", MAP_HUGE_2MB_FLAG },
+	[HZ_BACKING_HUGETLB1G] = { "/sys/kernel/mm/hugepages/hugepages-1048576kB", HZ_PAGES_HUGETLB_1G },
+	[HZ_BACKING_HUGETLB2M] = { "/sys/kernel/mm/hugepages/hugepages-2048kB", HZ_PAGES_HUGETLB_2M },
 };
 
 size_t hz_backing_page(enum hz_backing b)
@@ -124,44 +119,20 @@ enum hz_backing hz_backing_first(size_t len)
 	}
 }
 
-int hz_backing_reserve_fixed(uintptr_t start, size_t len)
-{
-	void *addr;
-
-	return hz_prim_mmap((void *)start, len, PROT_NONE,
-			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
-			    -1, 0, &addr);
-}
-
-int hz_backing_release(uintptr_t start, size_t len)
-{
-	return hz_backing_reserve_fixed(start, len);
-}
-
-static int map_fixed(uintptr_t start, size_t len, int extra_flags)
-{
-	void *addr;
-
-	return hz_prim_mmap((void *)start, len, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | extra_flags,
-			    -1, 0, &addr);
-}
-
-/* hugetlb is never mapped MAP_NORESERVE: an empty pool must fail here, as
- * an mmap error, and not later as a SIGBUS in the program. */
+/* hugetlb is never mapped MAP_NORESERVE (hz_prim_commit): an empty pool
+ * must fail here, as an mmap error, and not later as a SIGBUS in the
+ * program. */
 static int map_hugetlb(enum hz_backing b, uintptr_t start, size_t len)
 {
+	bool advised;
 	int ret;
 
 	if (!pool_fits(b, len)) {
 		hz_stats_fallback(HZ_FB_POOL_EMPTY);
 		return -ENOMEM;
 	}
-	ret = map_fixed(start, len, MAP_HUGETLB | pools[b].flags);
+	ret = hz_prim_commit(start, len, pools[b].pages, &advised);
 	if (ret != 0) {
-		/* Older kernels may have unmapped the reservation before
-		 * failing: put it back. */
-		hz_backing_reserve_fixed(start, len);
 		hz_stats_fallback(HZ_FB_HUGETLB_FAILED);
 		hz_debug("hugetlb %s mmap of %zu bytes failed (%d); falling back",
 			 hz_backing_name(b), len, ret);
@@ -244,23 +215,21 @@ static enum hz_backing check_fresh_thp(uintptr_t start, size_t len)
 static int map_small_or_thp(uintptr_t start, size_t len, enum hz_backing want,
 			    enum hz_backing *got)
 {
-	int ret = map_fixed(start, len, 0);
+	/* Under THP "always", 4 KiB is asked for explicitly (SMALL). */
+	enum hz_prim_pages pages = HZ_PAGES_SMALL;
+	bool advised;
+	int ret;
 
-	if (ret != 0) {
-		hz_backing_reserve_fixed(start, len);
+	if (want == HZ_BACKING_THP)
+		pages = hz_backing_thp_usable() ? HZ_PAGES_THP : HZ_PAGES_DEFAULT;
+	ret = hz_prim_commit(start, len, pages, &advised);
+	if (ret != 0)
 		return ret;
-	}
 	*got = HZ_BACKING_SMALL;
-	if (want == HZ_BACKING_THP) {
-		if (hz_backing_thp_usable() &&
-		    hz_prim_madvise((void *)start, len, MADV_HUGEPAGE) == 0)
-			*got = check_fresh_thp(start, len);
-		else
-			hz_stats_fallback(HZ_FB_THP_UNAVAILABLE);
-	} else {
-		/* Under THP "always", 4 KiB was asked for explicitly. */
-		hz_prim_madvise((void *)start, len, MADV_NOHUGEPAGE);
-	}
+	if (pages == HZ_PAGES_THP && advised)
+		*got = check_fresh_thp(start, len);
+	else if (want == HZ_BACKING_THP)
+		hz_stats_fallback(HZ_FB_THP_UNAVAILABLE);
 	return 0;
 }
 
@@ -299,6 +268,8 @@ int hz_backing_map(uintptr_t start, size_t len, enum hz_backing want,
 			if ((start | len) & (hz_backing_page(b) - 1))
 				continue;
 			ret = map_hugetlb(b, start, len);
+			if (ret == -EEXIST)
+				break; /* the range is not ours any more */
 			if (ret != 0)
 				continue;
 			*got = b;

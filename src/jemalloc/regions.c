@@ -33,6 +33,7 @@ static int map_memory(size_t *len, size_t align, uintptr_t *start, enum hz_backi
 	enum hz_backing want = hz_backing_first(*len);
 	size_t unit = hz_backing_page(want) > HZ_SIZE_2M ? hz_backing_page(want) : HZ_SIZE_2M;
 	void *mem;
+	int ret;
 
 	if (align < unit)
 		align = unit;
@@ -41,7 +42,14 @@ static int map_memory(size_t *len, size_t align, uintptr_t *start, enum hz_backi
 	*len = hz_align_up(*len, unit);
 	if (hz_prim_reserve(*len, align, &mem) != 0)
 		return -ENOMEM;
-	if (hz_backing_map((uintptr_t)mem, *len, want, got) != 0) {
+	ret = hz_backing_map((uintptr_t)mem, *len, want, got);
+	if (ret == -EEXIST) {
+		/* Unmapping the region would unmap the other mapping in it. */
+		hz_debug("jemalloc: %zu MiB region at %p holds a mapping not ours: left unused",
+			 *len >> 20, mem);
+		return -ENOMEM;
+	}
+	if (ret != 0) {
 		hz_prim_munmap(mem, *len);
 		return -ENOMEM;
 	}
