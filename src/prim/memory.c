@@ -140,7 +140,8 @@ uint64_t hz_prim_holes_taken(void)
 
 /* Whether every page of [start, start + len) is mapped: mincore fails with
  * ENOMEM on a range holding a page that is not. Other failures say
- * nothing, and count as mapped. */
+ * nothing, and count as mapped. (qemu-user refuses mincore on PROT_NONE
+ * pages too: there a failed commit keeps its range unused, never reused.) */
 static bool all_mapped(uintptr_t start, size_t len)
 {
 	unsigned char vec[VEC_PAGES];
