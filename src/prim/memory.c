@@ -156,9 +156,11 @@ static bool all_mapped(uintptr_t start, size_t len)
 }
 
 /* A MAP_FIXED mmap over our reservation [start, start + len) failed. An
- * mmap that fails either kept the old mapping (Linux 6.12 and later, in
- * most cases) or unmapped all of the range first (before 6.12), and since
- * then another thread may have mapped something into the hole. So: refill
+ * mmap that fails either kept the old mapping (Linux 6.12 and later, for
+ * most failures) or unmapped all of the range first (before 6.12 always;
+ * 6.18 still does for a hugetlb mapping the pool cannot back, see
+ * tests/test_prim.c), and since then another thread may have mapped
+ * something into the hole. So: refill
  * a hole without replacing anything; if the range is mapped through, the
  * reservation was kept; if only partly, the rest is someone else's. A
  * put-back the kernel refuses otherwise (vm.max_map_count) is ignored, as

@@ -56,7 +56,8 @@ enum hz_prim_pages {
  * and len are multiples of the page size. For THP and SMALL the advice
  * follows; *advised says whether the kernel took it (a refused advice is no
  * error). When the mapping fails, the reservation is put back and the error
- * returned. Kernels before 6.12 unmap the range before an mmap can fail, so
+ * returned. A failed mmap may have unmapped the range first (kernels before
+ * 6.12 always; 6.18 still does when the hugetlb pool cannot back it), so
  * the put-back is made with MAP_FIXED_NOREPLACE: if another thread's
  * mapping (a thread stack, a malloc arena) went into the hole meanwhile, it
  * is left alone, the rest of the range is reserved again, and the result is

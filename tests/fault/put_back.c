@@ -2,7 +2,8 @@
  * another thread made there meanwhile (src/prim/memory.c). Two holes open
  * in hugezero's reservation: a block moved by a plain mremap (kernels
  * without MREMAP_DONTUNMAP), and a block whose mapping failed on a kernel
- * that unmaps the range before failing (before 6.12). The put-back hook
+ * that unmaps the range before failing (every kernel before 6.12, and 6.18
+ * still for a hugetlb mapping the pool cannot back). The put-back hook
  * (src/prim/fault.h) maps a page into the hole right before the put-back,
  * as another thread's mmap could: the page must survive with its contents,
  * its granules stay claimed and unused, and the metadata stays consistent.
@@ -51,7 +52,7 @@ static void map_other(uintptr_t start, size_t len)
 		memset(other, 0x5a, PAGE);
 }
 
-/* Before 6.12 a failed mmap over a range has unmapped it. */
+/* A failed mmap over a range may have unmapped it (see above). */
 static void unmap_then_map_other(uintptr_t start, size_t len)
 {
 	munmap((void *)start, len);
@@ -145,7 +146,7 @@ static void moved_block_hole_keeps_a_mapping_made_there(void **state)
 }
 
 /* The first mapping of a block fails (the commit over the reservation);
- * the kernel unmapped the range first, as before Linux 6.12. */
+ * the kernel unmapped the range first. */
 static int failed_commit_child(void *arg)
 {
 	struct hz_blocks_census c;
@@ -177,8 +178,8 @@ static void failed_commit_hole_keeps_a_mapping_made_there(void **state)
 	run(failed_commit_child, "a block's mapping failing after unmapping its range");
 }
 
-/* The common case (hugetlb pool raced empty, Linux 6.12 and later): the
- * failed mmap kept the reservation. Nothing is lost: the granules go back
+/* The common case on Linux 6.12 and later (vm.max_map_count, the commit
+ * charge): the failed mmap kept the reservation. Nothing is lost: the granules go back
  * and the next block takes the same place. */
 static int intact_child(void *arg)
 {
