@@ -10,16 +10,12 @@
 
 #include "config.h"
 #include "log.h"
+#include "prim/memory.h"
 #include "prim/os.h"
 #include "prim/prim.h"
 #include "range.h"
 #include "stats.h"
 
-#ifndef MAP_HUGE_SHIFT
-#define MAP_HUGE_SHIFT 26
-#endif
-#define MAP_HUGE_2MB_FLAG (21 << MAP_HUGE_SHIFT)
-#define MAP_HUGE_1GB_FLAG (30 << MAP_HUGE_SHIFT)
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
 #endif
@@ -28,10 +24,10 @@
 
 static const struct {
 	enum hz_os_pool pool;
-	int flags;
+	enum hz_prim_pages pages;
 } pools[] = {
-	[HZ_BACKING_HUGETLB1G] = { HZ_OS_POOL_1G, MAP_HUGE_1GB_FLAG },
-	[HZ_BACKING_HUGETLB2M] = { HZ_OS_POOL_2M, MAP_HUGE_2MB_FLAG },
+	[HZ_BACKING_HUGETLB1G] = { HZ_OS_POOL_1G, HZ_PAGES_HUGETLB_1G },
+	[HZ_BACKING_HUGETLB2M] = { HZ_OS_POOL_2M, HZ_PAGES_HUGETLB_2M },
 };
 
 size_t hz_backing_page(enum hz_backing b)
@@ -98,44 +94,20 @@ enum hz_backing hz_backing_first(size_t len)
 	}
 }
 
-int hz_backing_reserve_fixed(uintptr_t start, size_t len)
-{
-	void *addr;
-
-	return hz_prim_mmap((void *)start, len, PROT_NONE,
-			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
-			    -1, 0, &addr);
-}
-
-int hz_backing_release(uintptr_t start, size_t len)
-{
-	return hz_backing_reserve_fixed(start, len);
-}
-
-static int map_fixed(uintptr_t start, size_t len, int extra_flags)
-{
-	void *addr;
-
-	return hz_prim_mmap((void *)start, len, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | extra_flags,
-			    -1, 0, &addr);
-}
-
-/* hugetlb is never mapped MAP_NORESERVE: an empty pool must fail here, as
- * an mmap error, and not later as a SIGBUS in the program. */
+/* hugetlb is never mapped MAP_NORESERVE (hz_prim_commit): an empty pool
+ * must fail here, as an mmap error, and not later as a SIGBUS in the
+ * program. */
 static int map_hugetlb(enum hz_backing b, uintptr_t start, size_t len)
 {
+	bool advised;
 	int ret;
 
 	if (!pool_fits(b, len)) {
 		hz_stats_fallback(HZ_FB_POOL_EMPTY);
 		return -ENOMEM;
 	}
-	ret = map_fixed(start, len, MAP_HUGETLB | pools[b].flags);
+	ret = hz_prim_commit(start, len, pools[b].pages, &advised);
 	if (ret != 0) {
-		/* Older kernels may have unmapped the reservation before
-		 * failing: put it back. */
-		hz_backing_reserve_fixed(start, len);
 		hz_stats_fallback(HZ_FB_HUGETLB_FAILED);
 		hz_debug("hugetlb %s mmap of %zu bytes failed (%d); falling back",
 			 hz_backing_name(b), len, ret);
@@ -176,19 +148,17 @@ static double small_page_rate(void)
 {
 	static double rate; /* racing first callers measure twice; harmless */
 	double r;
-	uintptr_t aligned;
 	void *mem;
 
 	__atomic_load(&rate, &r, __ATOMIC_RELAXED);
 	if (r != 0)
 		return r;
-	if (hz_prim_mmap(NULL, 2 * HZ_SIZE_2M, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &mem) != 0)
+	if (hz_prim_map_aligned(HZ_SIZE_2M, HZ_SIZE_2M, 0, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, HZ_TRIM_OR_FAIL, &mem) != 0)
 		return -1;
-	aligned = hz_align_up((uintptr_t)mem, HZ_SIZE_2M);
-	hz_prim_madvise((void *)aligned, HZ_SIZE_2M, MADV_NOHUGEPAGE);
-	r = populate_rate(aligned);
-	hz_prim_munmap(mem, 2 * HZ_SIZE_2M);
+	hz_prim_madvise(mem, HZ_SIZE_2M, MADV_NOHUGEPAGE);
+	r = populate_rate((uintptr_t)mem);
+	hz_prim_munmap(mem, HZ_SIZE_2M);
 	__atomic_store(&rate, &r, __ATOMIC_RELAXED);
 	return r;
 }
@@ -219,23 +189,21 @@ static enum hz_backing check_fresh_thp(uintptr_t start, size_t len)
 static int map_small_or_thp(uintptr_t start, size_t len, enum hz_backing want,
 			    enum hz_backing *got)
 {
-	int ret = map_fixed(start, len, 0);
+	/* Under THP "always", 4 KiB is asked for explicitly (SMALL). */
+	enum hz_prim_pages pages = HZ_PAGES_SMALL;
+	bool advised;
+	int ret;
 
-	if (ret != 0) {
-		hz_backing_reserve_fixed(start, len);
+	if (want == HZ_BACKING_THP)
+		pages = hz_backing_thp_usable() ? HZ_PAGES_THP : HZ_PAGES_DEFAULT;
+	ret = hz_prim_commit(start, len, pages, &advised);
+	if (ret != 0)
 		return ret;
-	}
 	*got = HZ_BACKING_SMALL;
-	if (want == HZ_BACKING_THP) {
-		if (hz_backing_thp_usable() &&
-		    hz_prim_madvise((void *)start, len, MADV_HUGEPAGE) == 0)
-			*got = check_fresh_thp(start, len);
-		else
-			hz_stats_fallback(HZ_FB_THP_UNAVAILABLE);
-	} else {
-		/* Under THP "always", 4 KiB was asked for explicitly. */
-		hz_prim_madvise((void *)start, len, MADV_NOHUGEPAGE);
-	}
+	if (pages == HZ_PAGES_THP && advised)
+		*got = check_fresh_thp(start, len);
+	else if (want == HZ_BACKING_THP)
+		hz_stats_fallback(HZ_FB_THP_UNAVAILABLE);
 	return 0;
 }
 
@@ -274,6 +242,8 @@ int hz_backing_map(uintptr_t start, size_t len, enum hz_backing want,
 			if ((start | len) & (hz_backing_page(b) - 1))
 				continue;
 			ret = map_hugetlb(b, start, len);
+			if (ret == -EEXIST)
+				break; /* the range is not ours any more */
 			if (ret != 0)
 				continue;
 			*got = b;

@@ -33,16 +33,12 @@ int hz_backing_thp_usable(void);
 /* Map [start, start + len) read-write over the reservation, trying want and
  * then each smaller backing. start and len are multiples of want's page.
  * The memory is zero. Returns 0 and the backing used, or a negative errno
- * value with the reservation intact. */
+ * value with the reservation intact; -EEXIST when a failed mapping left a
+ * hole that another mapping took part of (hz_prim_commit): the range is
+ * not ours any more, and must never be mapped over. Memory goes back with
+ * hz_prim_decommit. */
 int hz_backing_map(uintptr_t start, size_t len, enum hz_backing want,
 		   enum hz_backing *got);
-
-/* Give [start, start + len) back to the reservation (PROT_NONE,
- * MAP_NORESERVE), releasing its memory. */
-int hz_backing_release(uintptr_t start, size_t len);
-
-/* Turn an ordinary anonymous range into reservation (PROT_NONE). */
-int hz_backing_reserve_fixed(uintptr_t start, size_t len);
 
 /* The backing's name in messages and the stats ("hugetlb1g", "thp", "4k"),
  * "?" if none. */

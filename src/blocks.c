@@ -15,6 +15,7 @@
 #include "lock.h"
 #include "log.h"
 #include "options.h"
+#include "prim/memory.h"
 #include "prim/prim.h"
 #include "range.h"
 #include "stats.h"
@@ -97,6 +98,18 @@ static void unclaim(size_t first, size_t n)
 	hz_unlock(&lock);
 }
 
+/* After mapping granules failed with err: back to the bitmap, unless
+ * another mapping took part of their range (-EEXIST, hz_prim_commit): then
+ * they stay claimed for good, so no block is ever mapped over it. */
+static void unclaim_after(int err, size_t first, size_t n)
+{
+	if (err == -EEXIST)
+		hz_debug("%zu MiB at %p hold a mapping not ours: left unused",
+			 n * HZ_GRANULE >> 20, (void *)addr_of(first));
+	else
+		unclaim(first, n);
+}
+
 /* ---- set-up ---- */
 
 size_t hz_blocks_reservation_size(void)
@@ -131,24 +144,18 @@ static int map_tables(size_t count)
 static int reserve(void)
 {
 	size_t size = hz_blocks_reservation_size();
-	uintptr_t raw, start;
+	uintptr_t start;
 	void *mem;
 	int ret;
 
 	if (size < HZ_ALIGN_MAX)
 		return -ENOMEM;
-	/* Over-reserve by 1 GiB and trim, so the range is 1 GiB aligned and
-	 * any block alignment up to HZ_ALIGN_MAX is an index alignment. */
-	ret = hz_prim_mmap(NULL, size + HZ_ALIGN_MAX, PROT_NONE,
-			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &mem);
+	/* 1 GiB aligned, so any block alignment up to HZ_ALIGN_MAX is an
+	 * index alignment. */
+	ret = hz_prim_reserve(size, HZ_ALIGN_MAX, &mem);
 	if (ret != 0)
 		return ret;
-	raw = (uintptr_t)mem;
-	start = hz_align_up(raw, HZ_ALIGN_MAX);
-	if (start > raw)
-		hz_prim_munmap(mem, start - raw);
-	if (raw + HZ_ALIGN_MAX > start)
-		hz_prim_munmap((void *)(start + size), raw + HZ_ALIGN_MAX - start);
+	start = (uintptr_t)mem;
 	granule_count = size / HZ_GRANULE;
 	ret = map_tables(granule_count);
 	if (ret != 0) {
@@ -233,7 +240,7 @@ int hz_blocks_alloc(size_t size, size_t align, void **out)
 	}
 	ret = hz_backing_map(addr_of(first), len, want, &got);
 	if (ret != 0) {
-		unclaim(first, len / HZ_GRANULE);
+		unclaim_after(ret, first, len / HZ_GRANULE);
 		hz_stats_fallback(HZ_FB_MAP_FAILED);
 		return -ENOMEM;
 	}
@@ -251,7 +258,7 @@ int hz_blocks_alloc(size_t size, size_t align, void **out)
  * mapping the kernel placed in a hole. */
 static void release(uintptr_t start, size_t len)
 {
-	if (hz_backing_release(start, len) != 0) {
+	if (hz_prim_decommit(start, len) != 0) {
 		hz_prim_madvise((void *)start, len, MADV_DONTNEED);
 		hz_debug("could not return %zu bytes at %p to the reservation; "
 			 "their address space stays unused", len, (void *)start);
@@ -355,12 +362,12 @@ static int grow_in_place(size_t first, size_t old_g, size_t new_g,
 	ret = hz_backing_map(addr_of(first + old_g), (new_g - old_g) * HZ_GRANULE,
 			     backing, &got);
 	if (ret != 0)
-		unclaim(first + old_g, new_g - old_g);
+		unclaim_after(ret, first + old_g, new_g - old_g);
 	return ret;
 }
 
 /* Kernels before 5.7: a plain move, which leaves a hole where the block
- * was until it is reserved again. */
+ * was; its put-back never replaces what another thread mapped there. */
 static int move_leaving_hole(size_t first, size_t old_g, size_t new_g, size_t to)
 {
 	uintptr_t start = addr_of(first);
@@ -373,8 +380,9 @@ static int move_leaving_hole(size_t first, size_t old_g, size_t new_g, size_t to
 		unclaim(to, new_g);
 		return ret;
 	}
-	if (hz_backing_reserve_fixed(start, old_g * HZ_GRANULE) == 0)
-		unclaim(first, old_g);
+	ret = hz_prim_reserve_hole(start, old_g * HZ_GRANULE);
+	if (ret == 0 || ret == -EEXIST)
+		unclaim_after(ret, first, old_g);
 	return 0;
 }
 
@@ -400,7 +408,8 @@ static int move_block(size_t first, size_t old_g, size_t new_g, size_t unit,
 		return ret;
 	ret = hz_backing_map(addr_of(to) + old_len, (new_g - old_g) * HZ_GRANULE, backing, &got);
 	if (ret != 0) {
-		unclaim(to, new_g);
+		unclaim(to, old_g);
+		unclaim_after(ret, to + old_g, new_g - old_g);
 		return ret;
 	}
 	ret = hz_prim_mremap((void *)start, old_len, old_len,
@@ -455,7 +464,7 @@ int hz_blocks_resize(void *p, size_t size, void **out)
 	new_g = len / HZ_GRANULE;
 	if (new_g < old_g) {
 		/* Shrink: only the tail's memory goes back. */
-		if (hz_backing_release(start + len, (old_g - new_g) * HZ_GRANULE) == 0) {
+		if (hz_prim_decommit(start + len, (old_g - new_g) * HZ_GRANULE) == 0) {
 			unclaim(first + new_g, old_g - new_g);
 			m->granules = (uint32_t)new_g;
 			hz_stats_live(-(int64_t)((old_g - new_g) * HZ_GRANULE));

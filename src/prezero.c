@@ -24,7 +24,7 @@
  *    over (CLAIMED -> HANDED); the calloc waits for that with a deadline and
  *    withdraws when late (CLAIMED -> ZEROING), then looks elsewhere.
  *  - Decay. Its turn also takes spans idle too long out of the table; it
- *    gives their memory back outside it (hz_backing_release, no lock) and
+ *    gives their memory back outside it (hz_prim_decommit, no lock) and
  *    marks them DONE "released": the program thread that collects them
  *    returns their granules (the blocks lock is the program's).
  *  - Wake-up. A counter the thread sleeps on with a futex: a free bumps it
@@ -44,6 +44,7 @@
 #include "cpu/relax.h"
 #include "lock.h"
 #include "log.h"
+#include "prim/memory.h"
 #include "prim/prim.h"
 #include "stats.h"
 
@@ -377,7 +378,7 @@ static void release_memory(struct job *j)
 {
 	size_t len = hz_span_bytes(&j->span);
 
-	if (hz_backing_release(j->span.start, len) != 0)
+	if (hz_prim_decommit(j->span.start, len) != 0)
 		hz_prim_madvise((void *)j->span.start, len, MADV_DONTNEED);
 	job_done(j, &j->span, len, true);
 }

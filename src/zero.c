@@ -1,55 +1,23 @@
 /* See zero.h. */
 #include "zero.h"
 
-#include <string.h>
 #include <sys/mman.h>
 
 #include "../include/hugezero.h"
 #include "clear/policy.h"
+#include "prim/memory.h"
 #include "prim/prim.h"
 #include "range.h"
 
-#define PAGE ((size_t)4096)
-/* 4096 pages (16 MiB) per mincore call: a 4 KiB vector on the stack. */
-#define VEC_PAGES 4096
-
-enum { UNKNOWN, TRUSTED, UNTRUSTED };
-static int residency_probe = UNKNOWN;
-
-/* Does an untouched page look non-resident, a written one resident, and
- * does MADV_DONTNEED make a written page read zero? (Under some emulators
- * it does not, as jemalloc found.) UNKNOWN when the probe could not map its
- * two pages (RLIMIT_AS or vm.max_map_count reached): asked again next time
- * rather than distrusting mincore for the rest of the process. */
-static int probe_residency(void)
-{
-	unsigned char vec[2] = { 0, 0 };
-	volatile unsigned char *p;
-	void *mem;
-	int ok;
-
-	if (hz_prim_mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &mem) != 0)
-		return UNKNOWN;
-	p = mem;
-	p[0] = 0xab;
-	ok = hz_prim_mincore(mem, 2 * PAGE, vec) == 0 && (vec[0] & 1) && !(vec[1] & 1);
-	ok = ok && hz_prim_madvise(mem, PAGE, MADV_DONTNEED) == 0 && p[0] == 0 &&
-	     p[PAGE - 1] == 0;
-	hz_prim_munmap(mem, 2 * PAGE);
-	return ok ? TRUSTED : UNTRUSTED;
-}
-
+/* A probe that could not map its scratch pages (RLIMIT_AS or
+ * vm.max_map_count reached) answers "untrusted" this time and is asked
+ * again next time, rather than distrusting mincore for the rest of the
+ * process. */
 bool hz_zero_residency_trusted(void)
 {
-	int r = __atomic_load_n(&residency_probe, __ATOMIC_RELAXED);
+	struct hz_prim_discard d;
 
-	if (r == UNKNOWN) {
-		r = probe_residency();
-		if (r != UNKNOWN)
-			__atomic_store_n(&residency_probe, r, __ATOMIC_RELAXED);
-	}
-	return r == TRUSTED;
+	return hz_prim_probe_discard(&d) == 0 && d.mincore_works && d.dontneed_zeroes;
 }
 
 /* With swap, a page that is not resident may still hold data. Checked at
@@ -108,10 +76,11 @@ static void clear_run(const struct walk *w, struct hz_range run, uintptr_t hint)
 		hz_clear((void *)run.start, hz_range_len(run), (const void *)hint);
 }
 
-static void finish_run(struct walk *w, struct hz_range run, bool resident)
+/* For each run of hz_prim_residency. */
+static void finish_run(void *ctx, struct hz_range run, bool resident)
 {
-	if (hz_range_empty(run))
-		return;
+	struct walk *w = ctx;
+
 	if (!resident) {
 		/* A page swapped out may hold data: drop it, or (the drop
 		 * refused, as for mlocked memory) clear it. */
@@ -133,30 +102,19 @@ static void finish_run(struct walk *w, struct hz_range run, bool resident)
 	w->written += hz_range_len(run);
 }
 
-/* mincore for up to VEC_PAGES pages from at; unknown counts as written. */
-static size_t residency(uintptr_t at, size_t n, unsigned char *vec)
+static void count_resident(void *ctx, struct hz_range run, bool resident)
 {
-	if (hz_prim_mincore((void *)at, n, vec) != 0)
-		memset(vec, 1, n / PAGE);
-	return n;
+	if (resident)
+		*(size_t *)ctx += hz_range_len(run);
 }
 
-static size_t chunk_len(uintptr_t at, uintptr_t end)
-{
-	return end - at < VEC_PAGES * PAGE ? end - at : VEC_PAGES * PAGE;
-}
-
+/* Pages whose residency mincore could not tell count as resident (see
+ * hz_prim_residency). */
 static size_t resident_bytes(uintptr_t start, size_t len)
 {
-	unsigned char vec[VEC_PAGES];
 	size_t bytes = 0;
 
-	for (uintptr_t at = start; at < start + len; at += VEC_PAGES * PAGE) {
-		size_t n = residency(at, chunk_len(at, start + len), vec);
-
-		for (size_t i = 0; i < n / PAGE; i++)
-			bytes += (vec[i] & 1) * PAGE;
-	}
+	hz_prim_residency(start, len, count_resident, &bytes);
 	return bytes;
 }
 
@@ -165,26 +123,8 @@ static size_t zero_resident_runs(uintptr_t start, size_t len, uintptr_t hint,
 				 bool may_swap, bool drop)
 {
 	struct walk w = { hint, use_cached_stores(len, hint), may_swap, drop, { 0, 0 }, 0 };
-	unsigned char vec[VEC_PAGES];
-	struct hz_range run = { start, start };
-	bool resident = false;
 
-	for (uintptr_t at = start; at < start + len; at += VEC_PAGES * PAGE) {
-		size_t n = residency(at, chunk_len(at, start + len), vec);
-
-		for (size_t i = 0; i < n / PAGE; i++) {
-			bool r = vec[i] & 1;
-
-			if (r != resident) {
-				run.end = at + i * PAGE;
-				finish_run(&w, run, resident);
-				run.start = run.end;
-				resident = r;
-			}
-		}
-	}
-	run.end = start + len;
-	finish_run(&w, run, resident);
+	hz_prim_residency(start, len, finish_run, &w);
 	if (!hz_range_empty(w.hot)) {
 		clear_run(&w, w.hot, hint);
 		w.written += hz_range_len(w.hot);

@@ -22,6 +22,7 @@
 #include <sys/mman.h>
 
 #include "../log.h"
+#include "../prim/memory.h"
 #include "../prim/os.h"
 #include "../prim/prim.h"
 #include "exec.h"
@@ -54,21 +55,8 @@ size_t hz_exec_anon_thp_unit(void)
  * target modulo 2 MiB. */
 static int map_staging(uintptr_t target, size_t len, void **out)
 {
-	void *raw;
-	uintptr_t start, stage;
-	int ret = hz_prim_mmap(NULL, len + HZ_SIZE_2M, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &raw);
-
-	if (ret != 0)
-		return ret;
-	start = (uintptr_t)raw;
-	stage = start + ((target - start) & (HZ_SIZE_2M - 1));
-	if (stage > start)
-		hz_prim_munmap(raw, stage - start);
-	if (start + len + HZ_SIZE_2M > stage + len)
-		hz_prim_munmap((void *)(stage + len), start + len + HZ_SIZE_2M - stage - len);
-	*out = (void *)stage;
-	return 0;
+	return hz_prim_map_aligned(len, HZ_SIZE_2M, target, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, HZ_TRIM_BEST_EFFORT, out);
 }
 
 static const char *refusal(const struct hz_exec_segment *s)

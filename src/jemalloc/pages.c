@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <sys/mman.h>
 
+#include "prim/memory.h"
 #include "prim/prim.h"
 #include "range.h"
 #include "zero.h"
@@ -14,31 +15,16 @@
 enum { UNKNOWN, DROPS_ZERO, DROPS_KEEP };
 static int drop_probe = UNKNOWN;
 
-/* Does MADV_DONTNEED make a written private anonymous page read zero? */
-static int probe_drop(void)
-{
-	volatile unsigned char *p;
-	void *mem;
-	int ok;
-
-	if (hz_prim_mmap(NULL, SMALL_PAGE, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &mem) != 0)
-		return DROPS_KEEP;
-	p = mem;
-	p[0] = 0x5a;
-	p[SMALL_PAGE - 1] = 0x5a;
-	ok = hz_prim_madvise(mem, SMALL_PAGE, MADV_DONTNEED) == 0 && p[0] == 0 &&
-	     p[SMALL_PAGE - 1] == 0;
-	hz_prim_munmap(mem, SMALL_PAGE);
-	return ok ? DROPS_ZERO : DROPS_KEEP;
-}
-
+/* Does MADV_DONTNEED make a written private anonymous page read zero? A
+ * probe that could not map its page answers no, for good: clearing by
+ * writing is always right. */
 static bool drop_zeroes(void)
 {
 	int v = __atomic_load_n(&drop_probe, __ATOMIC_RELAXED);
+	struct hz_prim_discard d;
 
 	if (v == UNKNOWN) {
-		v = probe_drop();
+		v = hz_prim_probe_discard(&d) == 0 && d.dontneed_zeroes ? DROPS_ZERO : DROPS_KEEP;
 		__atomic_store_n(&drop_probe, v, __ATOMIC_RELAXED);
 	}
 	return v == DROPS_ZERO;

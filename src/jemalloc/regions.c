@@ -7,6 +7,7 @@
 
 #include "bitmap.h"
 #include "log.h"
+#include "prim/memory.h"
 #include "prim/prim.h"
 
 #define PAGE HZ_REGION_PAGE
@@ -31,29 +32,28 @@ static int map_memory(size_t *len, size_t align, uintptr_t *start, enum hz_backi
 {
 	enum hz_backing want = hz_backing_first(*len);
 	size_t unit = hz_backing_page(want) > HZ_SIZE_2M ? hz_backing_page(want) : HZ_SIZE_2M;
-	uintptr_t raw, at;
 	void *mem;
+	int ret;
 
 	if (align < unit)
 		align = unit;
 	if (align > SIZE_MAX / 4 || *len > SIZE_MAX / 4)
 		return -ENOMEM;
 	*len = hz_align_up(*len, unit);
-	/* Over-reserve by align and trim, for an aligned start. */
-	if (hz_prim_mmap(NULL, *len + align, PROT_NONE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &mem) != 0)
+	if (hz_prim_reserve(*len, align, &mem) != 0)
 		return -ENOMEM;
-	raw = (uintptr_t)mem;
-	at = hz_align_up(raw, align);
-	if (at > raw)
-		hz_prim_munmap(mem, at - raw);
-	if (raw + align > at)
-		hz_prim_munmap((void *)(at + *len), raw + align - at);
-	if (hz_backing_map(at, *len, want, got) != 0) {
-		hz_prim_munmap((void *)at, *len);
+	ret = hz_backing_map((uintptr_t)mem, *len, want, got);
+	if (ret == -EEXIST) {
+		/* Unmapping the region would unmap the other mapping in it. */
+		hz_debug("jemalloc: %zu MiB region at %p holds a mapping not ours: left unused",
+			 *len >> 20, mem);
 		return -ENOMEM;
 	}
-	*start = at;
+	if (ret != 0) {
+		hz_prim_munmap(mem, *len);
+		return -ENOMEM;
+	}
+	*start = (uintptr_t)mem;
 	return 0;
 }
 

@@ -9,6 +9,7 @@
 #include "../blocks.h"
 #include "../config.h"
 #include "../log.h"
+#include "../prim/memory.h"
 #include "../prim/prim.h"
 #include "../range.h"
 #include "../stats.h"
@@ -34,38 +35,20 @@ static int wants_alignment(void *addr, size_t len, int prot, int flags)
 	       hz_config()->mmap;
 }
 
-static int trim(uintptr_t from, uintptr_t to)
-{
-	return from < to ? hz_prim_munmap((void *)from, to - from) : 0;
-}
-
-/* Map len + 2 MiB, keep the 2 MiB-aligned part, unmap the rest. A trim
- * splits the mapping, which fails at vm.max_map_count: then all of it goes
- * back (a whole mapping unmaps without a split) and the caller maps the
- * plain request, so no unused piece is left behind. */
+/* 2 MiB aligned. A trim splits the mapping, which fails at
+ * vm.max_map_count: then all of it goes back (HZ_TRIM_OR_FAIL) and the
+ * caller maps the plain request, so no unused piece is left behind. */
 static void *map_aligned(size_t len, int prot, int flags)
 {
 	size_t size = hz_align_up(len, 4096);
-	size_t over = size + THP_SIZE;
-	void *raw = hz_next.mmap(NULL, over, prot, flags, -1, 0);
-	uintptr_t start, end;
+	void *start;
 
-	if (raw == MAP_FAILED)
+	if (hz_prim_map_aligned(size, THP_SIZE, 0, prot, flags, HZ_TRIM_OR_FAIL, &start) != 0)
 		return MAP_FAILED;
-	start = hz_align_up((uintptr_t)raw, THP_SIZE);
-	end = start + size;
-	if (trim((uintptr_t)raw, start) != 0) {
-		hz_prim_munmap(raw, over);
-		return MAP_FAILED;
-	}
-	if (trim(end, (uintptr_t)raw + over) != 0) {
-		hz_prim_munmap((void *)start, (uintptr_t)raw + over - start);
-		return MAP_FAILED;
-	}
-	hz_prim_madvise((void *)start, size, MADV_HUGEPAGE);
+	hz_prim_madvise(start, size, MADV_HUGEPAGE);
 	hz_stats_add(mmaps_aligned, 1);
 	hz_stats_add(mmap_bytes, size);
-	return (void *)start;
+	return start;
 }
 
 HZ_PRIVATE_API void *hz_preload_mmap(hz_resolve_fn r, void *addr, size_t len,

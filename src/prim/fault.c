@@ -153,4 +153,15 @@ uint64_t hz_prim_fault_clock_skew(void)
 	return __atomic_load_n(&clock_skew, __ATOMIC_RELAXED);
 }
 
+void (*hz_prim_fault_put_back_hook)(uintptr_t start, size_t len);
+
+void hz_prim_fault_before_put_back(uintptr_t start, size_t len)
+{
+	void (*hook)(uintptr_t, size_t) =
+		__atomic_load_n(&hz_prim_fault_put_back_hook, __ATOMIC_ACQUIRE);
+
+	if (hook != NULL)
+		hook(start, len);
+}
+
 #endif /* HZ_FAULT_INJECTION */

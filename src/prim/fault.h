@@ -14,7 +14,12 @@
  * functions promise. The layer also counts the calls of each kind, so a test
  * can walk every call site of a workload one failure at a time, and it can
  * move the library's clock forward (hz_prim_now_ns) so time-based decisions
- * (cache decay) need no sleeping. */
+ * (cache decay) need no sleeping.
+ *
+ * The memory operations of memory.h (reserve, commit, map aligned...) are
+ * built on these calls and fail through them, one step at a time: a rule
+ * on munmap fails the trim of a map-aligned, one on mmap the put-back after
+ * a failed commit. Rules on whole operations would reach fewer failures. */
 #ifndef HZ_PRIM_FAULT_H
 #define HZ_PRIM_FAULT_H
 
@@ -99,7 +104,21 @@ void hz_prim_fault_advance_clock(uint64_t ns);
 /* "mmap", "madvise"...: for messages. */
 const char *hz_prim_fault_call_name(enum hz_prim_call call);
 
+/* Called, when set, right before prim puts a reservation back over a range
+ * that may be a hole (src/prim/memory.c: after memory was moved away, or
+ * after a commit failed): a test maps something there, as another thread
+ * could at that moment, or unmaps the range first, as kernels before 6.12
+ * do when an mmap over it fails. */
+extern void (*hz_prim_fault_put_back_hook)(uintptr_t start, size_t len);
+void hz_prim_fault_before_put_back(uintptr_t start, size_t len);
+
 #else
+
+static inline void hz_prim_fault_before_put_back(uintptr_t start, size_t len)
+{
+	(void)start;
+	(void)len;
+}
 
 static inline int hz_prim_fault(enum hz_prim_call call, long arg, size_t len)
 {

@@ -4,6 +4,8 @@
 #include <stdint.h>
 #include <sys/mman.h>
 
+#include "fault.h"
+#include "memory.h"
 #include "prim.h"
 
 #ifndef MADV_POPULATE_WRITE
@@ -36,20 +38,18 @@ bool hz_feature_populate_write(void)
 
 bool hz_feature_collapse(void)
 {
-	uintptr_t aligned;
 	void *mem;
 	int ret;
 
 	/* MADV_COLLAPSE needs a whole, populated, 2 MiB-aligned range; it
 	 * answers EINVAL for anything else, as for an unknown advice. */
-	if (hz_prim_mmap(NULL, 2 * PROBE_LEN, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &mem) != 0)
+	if (hz_prim_map_aligned(PROBE_LEN, PROBE_LEN, 0, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, HZ_TRIM_OR_FAIL, &mem) != 0)
 		return false;
-	aligned = ((uintptr_t)mem + PROBE_LEN - 1) & ~(uintptr_t)(PROBE_LEN - 1);
 	for (size_t off = 0; off < PROBE_LEN; off += 4096)
-		*(volatile char *)(aligned + off) = 1;
-	ret = hz_prim_madvise((void *)aligned, PROBE_LEN, MADV_COLLAPSE);
-	hz_prim_munmap(mem, 2 * PROBE_LEN);
+		*((volatile char *)mem + off) = 1;
+	ret = hz_prim_madvise(mem, PROBE_LEN, MADV_COLLAPSE);
+	hz_prim_munmap(mem, PROBE_LEN);
 	/* EAGAIN, ENOMEM: the advice exists but could not be served now. */
 	return ret != -EINVAL;
 }

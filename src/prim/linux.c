@@ -20,7 +20,7 @@
 #define PR_SET_VMA_ANON_NAME 0
 #endif
 
-/* Run a system call and turn its result into 0/-errno, keeping errno. */
+/* Turn a system call's result into 0/-errno and put errno back. */
 static long checked(long ret, int saved_errno)
 {
 	if (ret == -1)
@@ -29,7 +29,17 @@ static long checked(long ret, int saved_errno)
 	return ret;
 }
 
-#define SYSCALL(...) checked(syscall(__VA_ARGS__), errno)
+/* errno is saved in a statement of its own before the call: as two
+ * arguments of checked(), the call and the read of errno would be evaluated
+ * in an unspecified order (clang makes the call first, and a failing call
+ * inside a malloc that succeeds changed the program's errno;
+ * tests/test_prim.c). */
+#define SYSCALL(...)                                       \
+	({                                                 \
+		int saved_errno_ = errno;                  \
+		long ret_ = syscall(__VA_ARGS__);          \
+		checked(ret_, saved_errno_);               \
+	})
 
 int hz_prim_write_all(int fd, const void *buf, size_t len)
 {

@@ -7,7 +7,11 @@
  * must never come back into our own symbols.
  *
  * Functions return 0 (or a count) on success and a negative errno value on
- * failure, and never change errno. */
+ * failure, and never change errno.
+ *
+ * memory.h builds the memory operations the library uses (reserve, commit,
+ * decommit, map aligned, residency) on the raw mapping calls below; prefer
+ * those to combining mmap, munmap and madvise by hand. */
 #ifndef HZ_PRIM_H
 #define HZ_PRIM_H
 

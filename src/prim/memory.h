@@ -1,0 +1,110 @@
+/* Memory operations with a meaning, built on the raw calls of prim.h:
+ * reserve address space, commit memory over a reservation and decommit it,
+ * put a reservation back into a hole, map at an aligned address, read
+ * residency, and probe what the kernel's discard does. The rest of hugezero
+ * asks for these instead of combining mmap, munmap, madvise and mincore
+ * itself, so each sequence, and its failure handling, is written once.
+ *
+ * Every system call inside goes through prim.h's functions, so fault
+ * injection (fault.h) can make each of them fail on its own, also in the
+ * middle of an operation (a trim, a put-back). Conventions as in prim.h:
+ * 0 or a negative errno value, and errno never changed. */
+#ifndef HZ_PRIM_MEMORY_H
+#define HZ_PRIM_MEMORY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "range.h"
+
+/* ---- map aligned ---- */
+
+/* What hz_prim_map_aligned does when a trim fails: unmapping the head or
+ * tail splits the mapping, which the kernel refuses at vm.max_map_count. */
+enum hz_trim {
+	HZ_TRIM_BEST_EFFORT, /* succeed anyway: the untrimmed piece stays mapped, unused */
+	HZ_TRIM_OR_FAIL,     /* unmap all of it and fail: nothing is left behind */
+};
+
+/* Map len bytes at an address congruent to congruent modulo align (a power
+ * of two, 4 KiB or more): aligned to align when congruent is 0. Maps
+ * len + align bytes and unmaps the head and the tail around the address.
+ * prot and flags are mmap's, without MAP_FIXED; no file (fd -1). Returns 0
+ * with *out set, or a negative errno value with nothing mapped. */
+int hz_prim_map_aligned(size_t len, size_t align, uintptr_t congruent, int prot,
+			int flags, enum hz_trim trim, void **out);
+
+/* ---- reservations ---- */
+
+/* Reserve len bytes of address space at an address aligned to align:
+ * PROT_NONE and MAP_NORESERVE, so no memory and no commit charge. A failed
+ * trim leaves its piece reserved (HZ_TRIM_BEST_EFFORT). */
+int hz_prim_reserve(size_t len, size_t align, void **out);
+
+/* What backs committed memory. */
+enum hz_prim_pages {
+	HZ_PAGES_HUGETLB_1G, /* hugetlb pool pages, never MAP_NORESERVE: an */
+	HZ_PAGES_HUGETLB_2M, /* empty pool fails the commit, not a later fault */
+	HZ_PAGES_THP,        /* ordinary memory, advised MADV_HUGEPAGE */
+	HZ_PAGES_SMALL,      /* ordinary memory, advised MADV_NOHUGEPAGE */
+	HZ_PAGES_DEFAULT,    /* ordinary memory, no advice: the THP mode decides */
+};
+
+/* Commit [start, start + len) of a reservation: map read-write, zero-filled
+ * private memory over it (MAP_FIXED over our own PROT_NONE range). start
+ * and len are multiples of the page size. For THP and SMALL the advice
+ * follows; *advised says whether the kernel took it (a refused advice is no
+ * error). When the mapping fails, the reservation is put back and the error
+ * returned. A failed mmap may have unmapped the range first (kernels before
+ * 6.12 always; 6.18 still does when the hugetlb pool cannot back it), so
+ * the put-back is made with MAP_FIXED_NOREPLACE: if another thread's
+ * mapping (a thread stack, a malloc arena) went into the hole meanwhile, it
+ * is left alone, the rest of the range is reserved again, and the result is
+ * -EEXIST: the range must never be committed again. */
+int hz_prim_commit(uintptr_t start, size_t len, enum hz_prim_pages pages, bool *advised);
+
+/* Turn committed memory [start, start + len) back into reservation
+ * (MAP_FIXED PROT_NONE over our own mapping): its pages go back to the
+ * kernel, the address space stays ours. */
+int hz_prim_decommit(uintptr_t start, size_t len);
+
+/* Reserve [start, start + len) again after its memory was moved away (a
+ * plain mremap leaves a hole): MAP_FIXED_NOREPLACE, never MAP_FIXED, so a
+ * mapping another thread made in the hole meanwhile survives. Returns 0
+ * when all of the range is reserved again; -EEXIST when another mapping
+ * holds part of it (every other part is reserved), or another negative
+ * errno value when the range could not be reserved. */
+int hz_prim_reserve_hole(uintptr_t start, size_t len);
+
+/* How many put-backs (above) found another mapping in the hole, since the
+ * start of the process. */
+uint64_t hz_prim_holes_taken(void);
+
+/* ---- residency ---- */
+
+/* One maximal run of 4 KiB pages that are all resident, or all not. */
+typedef void hz_prim_run_fn(void *ctx, struct hz_range run, bool resident);
+
+/* The residency of [start, start + len) (4 KiB aligned, mapped), as runs in
+ * address order, none empty, each passed to fn. mincore is asked 16 MiB at
+ * a time; a piece it fails on counts as resident (its state is unknown, so
+ * the caller treats it as used) and the first such error is returned, else
+ * 0. */
+int hz_prim_residency(uintptr_t start, size_t len, hz_prim_run_fn *fn, void *ctx);
+
+/* ---- what discarding does ---- */
+
+struct hz_prim_discard {
+	bool mincore_works;   /* a written page reads resident, an untouched one not */
+	bool dontneed_zeroes; /* MADV_DONTNEED makes a written private anonymous
+			       * page read zero (under some emulators it does not) */
+};
+
+/* Probed once per process on a scratch mapping, the answer then kept.
+ * Returns 0, or -ENOMEM when the scratch mapping could not be made
+ * (RLIMIT_AS, vm.max_map_count): then nothing is kept, and the next call
+ * probes again. */
+int hz_prim_probe_discard(struct hz_prim_discard *out);
+
+#endif /* HZ_PRIM_MEMORY_H */

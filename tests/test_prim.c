@@ -1,0 +1,290 @@
+/* The system-call layer keeps errno: prim.h promises that its functions
+ * return -errno and never change errno, which lets malloc, free and calloc
+ * make system calls that fail (a refused madvise, a trim at
+ * vm.max_map_count) and still succeed with the program's errno intact.
+ * Every call here fails for real, in the kernel; errno must still hold the
+ * sentinel afterwards. Then what the memory operations of prim/memory.h
+ * do, on real mappings. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <cmocka.h>
+
+#include "prim/memory.h"
+#include "prim/prim.h"
+
+#define PAGE ((size_t)4096)
+/* No call of prim sets errno to this. */
+#define SENTINEL EDOM
+
+static void *scratch(void)
+{
+	void *p = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	assert_true(p != MAP_FAILED);
+	return p;
+}
+
+/* The calls made through prim's SYSCALL macro, each failing with EINVAL or
+ * EBADF. */
+static void failing_calls_keep_errno(void **state)
+{
+	char *p = scratch();
+	unsigned char vec[2];
+	char buf[8];
+	int ret;
+
+	(void)state;
+	errno = SENTINEL;
+	assert_int_equal(hz_prim_munmap(p + 1, PAGE), -EINVAL);
+	assert_int_equal(errno, SENTINEL);
+	ret = hz_prim_madvise(p, PAGE, 12345);
+	if (ret == 0) /* qemu-user takes advice as a hint it may ignore */
+		print_message("note: unknown madvise advice accepted here (an emulator?)\n");
+	else
+		assert_int_equal(ret, -EINVAL);
+	assert_int_equal(errno, SENTINEL);
+	assert_int_equal(hz_prim_mprotect(p + 1, PAGE, PROT_READ), -EINVAL);
+	assert_int_equal(errno, SENTINEL);
+	assert_int_equal(hz_prim_mincore(p + 1, PAGE, vec), -EINVAL);
+	assert_int_equal(errno, SENTINEL);
+	assert_int_equal(hz_prim_close(-1), -EBADF);
+	assert_int_equal(errno, SENTINEL);
+	assert_int_equal(hz_prim_read(-1, buf, sizeof(buf)), -EBADF);
+	assert_int_equal(errno, SENTINEL);
+	assert_int_equal(hz_prim_write_all(-1, buf, sizeof(buf)), -EBADF);
+	assert_int_equal(errno, SENTINEL);
+	assert_true(hz_prim_read_file("/nonexistent/hugezero", buf, sizeof(buf)) < 0);
+	assert_int_equal(errno, SENTINEL);
+	munmap(p, 2 * PAGE);
+}
+
+/* The calls that keep errno by hand (mmap and mremap return an address). */
+static void failing_mappings_keep_errno(void **state)
+{
+	char *p = scratch();
+	void *out;
+
+	(void)state;
+	errno = SENTINEL;
+	assert_int_equal(hz_prim_mmap(p + 1, PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+				      -1, 0, &out), -EINVAL);
+	assert_int_equal(errno, SENTINEL);
+	assert_int_equal(hz_prim_mremap(p + 1, PAGE, 2 * PAGE, 0, NULL, &out), -EINVAL);
+	assert_int_equal(errno, SENTINEL);
+	munmap(p, 2 * PAGE);
+}
+
+/* The semantic operations of prim/memory.h, failing the same way. */
+static void failing_memory_operations_keep_errno(void **state)
+{
+	char *p = scratch();
+	void *out;
+
+	(void)state;
+	errno = SENTINEL;
+	/* More than the address space holds. */
+	assert_int_equal(hz_prim_map_aligned(SIZE_MAX / 2, (size_t)2 << 20, 0, PROT_READ,
+					     MAP_PRIVATE | MAP_ANONYMOUS, HZ_TRIM_BEST_EFFORT, &out),
+			 -ENOMEM);
+	assert_int_equal(errno, SENTINEL);
+	assert_int_equal(hz_prim_reserve((size_t)1 << 62, (size_t)1 << 30, &out), -ENOMEM);
+	assert_int_equal(errno, SENTINEL);
+	assert_int_equal(hz_prim_decommit((uintptr_t)p + 1, PAGE), -EINVAL);
+	assert_int_equal(errno, SENTINEL);
+	/* Mapped already: never replaced. */
+	assert_int_equal(hz_prim_reserve_hole((uintptr_t)p, 2 * PAGE), -EEXIST);
+	assert_int_equal(errno, SENTINEL);
+	assert_int_equal(p[0], 0);
+	munmap(p, 2 * PAGE);
+}
+
+/* ---- what the memory operations do ---- */
+
+#define MIB ((size_t)1 << 20)
+
+static bool mapped(const void *p, size_t len)
+{
+	static unsigned char vec[(16 << 20) / 4096];
+
+	return mincore((void *)p, len, vec) == 0;
+}
+
+/* The checks below read reservations with mincore, which qemu-user refuses
+ * on PROT_NONE pages. */
+static void need_mincore_on_reservations(void)
+{
+	void *p = mmap(NULL, PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	bool works;
+
+	assert_true(p != MAP_FAILED);
+	works = mapped(p, PAGE);
+	munmap(p, PAGE);
+	if (!works) {
+		print_message("skipped: mincore refuses PROT_NONE pages here (qemu-user)\n");
+		skip();
+	}
+}
+
+/* The congruent variant (exec remap's staging copy): the address is
+ * target's modulo the alignment, and exactly len bytes are mapped. */
+static void map_aligned_gives_the_congruent_address(void **state)
+{
+	const uintptr_t targets[] = { 0, 0x12345000, 0x7f00001ff000 };
+	void *p;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+		assert_int_equal(hz_prim_map_aligned(3 * MIB, 2 * MIB, targets[i],
+						     PROT_READ | PROT_WRITE,
+						     MAP_PRIVATE | MAP_ANONYMOUS,
+						     HZ_TRIM_OR_FAIL, &p), 0);
+		assert_int_equal(((uintptr_t)p - targets[i]) % (2 * MIB), 0);
+		assert_true(mapped(p, 3 * MIB));
+		assert_int_equal(munmap(p, 3 * MIB), 0);
+	}
+	assert_int_equal(hz_prim_reserve(4 * MIB, 1 << 30, &p), 0);
+	assert_int_equal((uintptr_t)p % (1 << 30), 0);
+	assert_int_equal(munmap(p, 4 * MIB), 0);
+}
+
+/* Commit gives read-write zero memory inside a reservation; decommit turns
+ * it back into reservation, with its pages gone. */
+static void commit_then_decommit_keeps_the_address_space(void **state)
+{
+	unsigned char vec[512];
+	bool advised;
+	char *p;
+
+	(void)state;
+	need_mincore_on_reservations();
+	assert_int_equal(hz_prim_reserve(4 * MIB, 2 * MIB, (void **)&p), 0);
+	assert_int_equal(hz_prim_commit((uintptr_t)p, 2 * MIB, HZ_PAGES_SMALL, &advised), 0);
+	assert_true(p[0] == 0 && p[2 * MIB - 1] == 0);
+	memset(p, 1, 2 * MIB);
+	assert_int_equal(hz_prim_decommit((uintptr_t)p, 2 * MIB), 0);
+	assert_int_equal(mincore(p, 2 * MIB, vec), 0); /* still mapped */
+	assert_int_equal(vec[0] & 1, 0);              /* but not resident */
+	assert_int_equal(munmap(p, 4 * MIB), 0);
+}
+
+/* A hole in a reservation is reserved again, around a page another thread
+ * mapped into it meanwhile, which survives. */
+static void reserve_hole_spares_a_mapping_made_in_the_hole(void **state)
+{
+	uint64_t taken = hz_prim_holes_taken();
+	char *p, *other;
+
+	(void)state;
+	need_mincore_on_reservations();
+	assert_int_equal(hz_prim_reserve(8 * MIB, 2 * MIB, (void **)&p), 0);
+	assert_int_equal(munmap(p + 2 * MIB, 4 * MIB), 0);
+	assert_int_equal(hz_prim_reserve_hole((uintptr_t)p + 2 * MIB, 2 * MIB), 0);
+	assert_true(mapped(p, 4 * MIB));
+	other = mmap(p + 5 * MIB, PAGE, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	assert_true(other == p + 5 * MIB);
+	other[0] = 0x5a;
+	assert_int_equal(hz_prim_reserve_hole((uintptr_t)p + 4 * MIB, 2 * MIB), -EEXIST);
+	assert_int_equal(other[0], 0x5a);
+	assert_true(mapped(p, 8 * MIB));
+	assert_int_equal(hz_prim_holes_taken(), taken + 1);
+	assert_int_equal(munmap(p, 8 * MIB), 0);
+}
+
+/* For real: a hugetlb mapping the 1 GiB pool cannot back fails, and Linux
+ * 6.18 has unmapped the range by then. The commit puts the reservation
+ * back (nothing else was mapped there: not -EEXIST). */
+static void failed_hugetlb_commit_refills_the_hole(void **state)
+{
+	char buf[32] = "";
+	FILE *f = fopen("/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages", "r");
+	uint64_t taken = hz_prim_holes_taken();
+	bool advised;
+	int ret;
+	char *p;
+
+	(void)state;
+	need_mincore_on_reservations();
+	if (f != NULL) {
+		if (fgets(buf, sizeof(buf), f) == NULL)
+			buf[0] = '\0';
+		fclose(f);
+	}
+	if (atol(buf) > 0) {
+		print_message("skipped: the 1 GiB hugetlb pool has pages here\n");
+		skip();
+	}
+	assert_int_equal(hz_prim_reserve((size_t)1 << 30, (size_t)1 << 30, (void **)&p), 0);
+	ret = hz_prim_commit((uintptr_t)p, (size_t)1 << 30, HZ_PAGES_HUGETLB_1G, &advised);
+	assert_true(ret < 0 && ret != -EEXIST);
+	assert_true(mapped(p, 16 * MIB) && mapped(p + (1 << 30) - 16 * MIB, 16 * MIB));
+	assert_int_equal(hz_prim_holes_taken(), taken);
+	assert_int_equal(munmap(p, (size_t)1 << 30), 0);
+}
+
+struct runs {
+	struct hz_range run[8];
+	bool resident[8];
+	unsigned count;
+};
+
+static void note_run(void *ctx, struct hz_range run, bool resident)
+{
+	struct runs *r = ctx;
+
+	assert_true(r->count < 8);
+	r->run[r->count] = run;
+	r->resident[r->count++] = resident;
+}
+
+/* Maximal runs, in order, none empty. */
+static void residency_walks_maximal_runs(void **state)
+{
+	struct runs r = { .count = 0 };
+	struct hz_prim_discard d;
+	uintptr_t a;
+	char *p;
+
+	(void)state;
+	assert_int_equal(hz_prim_probe_discard(&d), 0);
+	if (!d.mincore_works) {
+		print_message("skipped: mincore does not tell written pages here (an emulator?)\n");
+		skip();
+	}
+	p = mmap(NULL, 8 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(p != MAP_FAILED);
+	assert_int_equal(madvise(p, 8 * PAGE, MADV_NOHUGEPAGE), 0);
+	p[0] = p[PAGE] = p[4 * PAGE] = 1;
+	a = (uintptr_t)p;
+	assert_int_equal(hz_prim_residency(a, 8 * PAGE, note_run, &r), 0);
+	assert_int_equal(r.count, 4);
+	assert_true(r.resident[0] && !r.resident[1] && r.resident[2] && !r.resident[3]);
+	assert_true(r.run[0].start == a && r.run[0].end == a + 2 * PAGE);
+	assert_true(r.run[1].end == a + 4 * PAGE && r.run[2].end == a + 5 * PAGE);
+	assert_true(r.run[3].end == a + 8 * PAGE);
+	munmap(p, 8 * PAGE);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(failing_calls_keep_errno),
+		cmocka_unit_test(failing_mappings_keep_errno),
+		cmocka_unit_test(failing_memory_operations_keep_errno),
+		cmocka_unit_test(map_aligned_gives_the_congruent_address),
+		cmocka_unit_test(commit_then_decommit_keeps_the_address_space),
+		cmocka_unit_test(reserve_hole_spares_a_mapping_made_in_the_hole),
+		cmocka_unit_test(failed_hugetlb_commit_refills_the_hole),
+		cmocka_unit_test(residency_walks_maximal_runs),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
