@@ -47,4 +47,49 @@ static inline uint64_t hz_test_smaps_sum(uintptr_t lo, uintptr_t hi, const char 
 	return kb * 1024;
 }
 
+/* A pattern that depends on seed and on each 8-byte word's offset (so a
+ * page mapped at the wrong place shows), its check (offset of the first
+ * word that differs, or len), and the offset of the first non-zero byte
+ * (or len). */
+static inline uint64_t hz_test_pattern_word(size_t off, unsigned seed)
+{
+	return ((uint64_t)seed << 40) ^ (off * 0x9e3779b97f4a7c15ull) ^ 0x5a5a;
+}
+
+static inline void hz_test_fill(void *p, size_t len, unsigned seed)
+{
+	uint64_t *w = p;
+
+	for (size_t i = 0; i < len / 8; i++)
+		w[i] = hz_test_pattern_word(i * 8, seed);
+}
+
+static inline size_t hz_test_check(const void *p, size_t len, unsigned seed)
+{
+	const uint64_t *w = p;
+
+	for (size_t i = 0; i < len / 8; i++)
+		if (w[i] != hz_test_pattern_word(i * 8, seed))
+			return i * 8;
+	return len;
+}
+
+static inline size_t hz_test_first_nonzero(const void *p, size_t len)
+{
+	const unsigned char *b = p;
+	size_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, b + i, 8);
+		if (w)
+			break;
+	}
+	for (; i < len; i++)
+		if (b[i])
+			return i;
+	return len;
+}
+
 #endif /* HZ_TESTS_UTIL_H */

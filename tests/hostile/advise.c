@@ -27,7 +27,7 @@ static char *block(void)
 	void *p = NULL;
 
 	CHECK(posix_memalign(&p, PAGE, BLOCK) == 0, "posix_memalign");
-	hostile_fill(p, BLOCK, 1);
+	hz_test_fill(p, BLOCK, 1);
 	return p;
 }
 
@@ -37,11 +37,11 @@ static void next_block_lacks(const char *flag)
 	char *q = malloc(BLOCK);
 
 	CHECK(q != NULL, "malloc");
-	hostile_fill(q, BLOCK, 2);
+	hz_test_fill(q, BLOCK, 2);
 	CHECK(!hostile_vmflag(q, BLOCK, flag), "the new block has VmFlags %s", flag);
 	free(q);
 	q = calloc(1, BLOCK);
-	CHECK(q != NULL && hostile_first_nonzero(q, BLOCK) == BLOCK, "calloc not zero");
+	CHECK(q != NULL && hz_test_first_nonzero(q, BLOCK) == BLOCK, "calloc not zero");
 	CHECK(!hostile_vmflag(q, BLOCK, flag), "the new calloc block has VmFlags %s", flag);
 	free(q);
 }
@@ -83,8 +83,8 @@ static int dontneed(void)
 	p = block();
 
 	CHECK(madvise(p + MiB, 2 * MiB, MADV_DONTNEED) == 0, "madvise: %s", strerror(errno));
-	CHECK(hostile_first_nonzero(p + MiB, 2 * MiB) == 2 * MiB, "dropped pages not zero");
-	CHECK(hostile_check(p, MiB, 1) == MiB, "the bytes before changed");
+	CHECK(hz_test_first_nonzero(p + MiB, 2 * MiB) == 2 * MiB, "dropped pages not zero");
+	CHECK(hz_test_check(p, MiB, 1) == MiB, "the bytes before changed");
 	free(p);
 	hostile_use_new_block(BLOCK, true);
 	return 0;
@@ -117,11 +117,11 @@ static int pageout(void)
 	      strerror(errno));
 	if (hostile_status_bytes("VmSwap:") == 0)
 		SKIP("MADV_PAGEOUT swapped nothing out (no swap device)");
-	CHECK(hostile_check(p, BLOCK, 1) == BLOCK, "the paged-out bytes came back wrong");
+	CHECK(hz_test_check(p, BLOCK, 1) == BLOCK, "the paged-out bytes came back wrong");
 	CHECK(madvise(p, BLOCK, MADV_PAGEOUT) == 0, "madvise: %s", strerror(errno));
 	free(p);
 	q = calloc(1, BLOCK);
-	CHECK(q && hostile_first_nonzero(q, BLOCK) == BLOCK, "calloc not zero");
+	CHECK(q && hz_test_first_nonzero(q, BLOCK) == BLOCK, "calloc not zero");
 	free(q);
 	return 0;
 }

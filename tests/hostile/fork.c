@@ -18,7 +18,7 @@ static char *block(unsigned seed)
 	void *p = NULL;
 
 	CHECK(posix_memalign(&p, PAGE, BLOCK) == 0, "posix_memalign");
-	hostile_fill(p, BLOCK, seed);
+	hz_test_fill(p, BLOCK, seed);
 	return p;
 }
 
@@ -66,10 +66,10 @@ static int dontfork_freed_then_reused_is_inherited(void)
 	free(p);
 	q = malloc(BLOCK);
 	CHECK(q != NULL, "malloc");
-	hostile_fill(q, BLOCK, 2);
+	hz_test_fill(q, BLOCK, 2);
 	pid = fork_checked();
 	if (pid == 0) {
-		size_t off = hostile_check(q, BLOCK, 2);
+		size_t off = hz_test_check(q, BLOCK, 2);
 
 		CHECK(off == BLOCK, "the child's copy differs at offset %zu", off);
 		exit(0);
@@ -94,7 +94,7 @@ static int dontfork_live_then_child_allocates(void)
 		exit(0);
 	}
 	ret = hostile_wait(pid);
-	CHECK(hostile_check(p, BLOCK, 1) == BLOCK, "the parent's buffer changed");
+	CHECK(hz_test_check(p, BLOCK, 1) == BLOCK, "the parent's buffer changed");
 	free(p);
 	hostile_use_new_block(BLOCK, true);
 	return ret;
@@ -110,10 +110,10 @@ static int wipeonfork_freed_then_reused_is_inherited(void)
 	free(p);
 	q = malloc(BLOCK);
 	CHECK(q != NULL, "malloc");
-	hostile_fill(q, BLOCK, 2);
+	hz_test_fill(q, BLOCK, 2);
 	pid = fork_checked();
 	if (pid == 0) {
-		size_t off = hostile_check(q, BLOCK, 2);
+		size_t off = hz_test_check(q, BLOCK, 2);
 
 		CHECK(off == BLOCK, "the child's copy differs at offset %zu", off);
 		exit(0);
@@ -137,8 +137,8 @@ static int child_mprotects_its_copy(void)
 		exit(0);
 	}
 	ret = hostile_wait(pid);
-	CHECK(hostile_check(p, BLOCK, 1) == BLOCK, "the parent's block changed");
-	hostile_fill(p, BLOCK, 3);
+	CHECK(hz_test_check(p, BLOCK, 1) == BLOCK, "the parent's block changed");
+	hz_test_fill(p, BLOCK, 3);
 	free(p);
 	hostile_use_new_block(BLOCK, true);
 	return ret;
@@ -154,11 +154,11 @@ static int shared_anonymous_is_shared(void)
 	CHECK(p != MAP_FAILED, "mmap: %s", strerror(errno));
 	pid = fork_checked();
 	if (pid == 0) {
-		hostile_fill(p, BLOCK, 4);
+		hz_test_fill(p, BLOCK, 4);
 		exit(0);
 	}
 	ret = hostile_wait(pid);
-	CHECK(hostile_check(p, BLOCK, 4) == BLOCK, "the child's writes are not in the parent");
+	CHECK(hz_test_check(p, BLOCK, 4) == BLOCK, "the child's writes are not in the parent");
 	CHECK(munmap(p, BLOCK) == 0, "munmap: %s", strerror(errno));
 	return ret;
 }

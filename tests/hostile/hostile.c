@@ -22,47 +22,6 @@ int hostile_main(int argc, char **argv, const struct hostile_variant *list)
 	return 2;
 }
 
-static uint64_t word_at(size_t off, unsigned seed)
-{
-	return ((uint64_t)seed << 40) ^ (off * 0x9e3779b97f4a7c15ull) ^ 0x5a5a;
-}
-
-void hostile_fill(void *p, size_t len, unsigned seed)
-{
-	uint64_t *w = p;
-
-	for (size_t i = 0; i < len / 8; i++)
-		w[i] = word_at(i * 8, seed);
-}
-
-size_t hostile_check(const void *p, size_t len, unsigned seed)
-{
-	const uint64_t *w = p;
-
-	for (size_t i = 0; i < len / 8; i++)
-		if (w[i] != word_at(i * 8, seed))
-			return i * 8;
-	return len;
-}
-
-size_t hostile_first_nonzero(const void *p, size_t len)
-{
-	const unsigned char *b = p;
-	size_t i = 0;
-
-	for (; i + 8 <= len; i += 8) {
-		uint64_t w;
-
-		memcpy(&w, b + i, 8);
-		if (w)
-			break;
-	}
-	for (; i < len; i++)
-		if (b[i])
-			return i;
-	return len;
-}
-
 void hostile_use_new_block(size_t len, bool zeroed)
 {
 	char *p = zeroed ? calloc(1, len) : malloc(len);
@@ -70,12 +29,12 @@ void hostile_use_new_block(size_t len, bool zeroed)
 
 	CHECK(p != NULL, "%s(%zu) failed: %s", zeroed ? "calloc" : "malloc", len, strerror(errno));
 	if (zeroed) {
-		off = hostile_first_nonzero(p, len);
+		off = hz_test_first_nonzero(p, len);
 		CHECK(off == len, "calloc(%zu) has byte %#x at offset %zu", len,
 		      (unsigned char)p[off], off);
 	}
-	hostile_fill(p, len, 77);
-	off = hostile_check(p, len, 77);
+	hz_test_fill(p, len, 77);
+	off = hz_test_check(p, len, 77);
 	CHECK(off == len, "the new block does not keep its bytes at offset %zu", off);
 	free(p);
 }

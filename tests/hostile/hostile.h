@@ -29,6 +29,8 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "../util.h" /* hz_test_fill, hz_test_check, hz_test_first_nonzero */
+
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
 #define GiB ((size_t)1 << 30)
@@ -71,12 +73,6 @@ static inline void *hostile_keep(void *p)
 	return p;
 }
 
-/* A pattern that depends on seed and on each word's offset, and its check
- * (offset of the first word that differs, or len). */
-void hostile_fill(void *p, size_t len, unsigned seed);
-size_t hostile_check(const void *p, size_t len, unsigned seed);
-/* Offset of the first non-zero byte, or len. */
-size_t hostile_first_nonzero(const void *p, size_t len);
 
 /* Allocate len with malloc (or calloc), check it is zero when calloc'd,
  * write every byte and read it back: the block a new owner gets is plain

@@ -86,8 +86,8 @@ static int cgroup_workload(void)
 	size_t len = env ? strtoull(env, NULL, 10) : CGROUP_BLOCK;
 	char *p = block_the_pool_holds(len);
 
-	hostile_fill(p, len, 1);
-	CHECK(hostile_check(p, len, 1) == len, "the block does not keep its bytes");
+	hz_test_fill(p, len, 1);
+	CHECK(hz_test_check(p, len, 1) == len, "the block does not keep its bytes");
 	free(p);
 	hostile_use_new_block(len, true);
 	puts("the block was written and read back");
@@ -125,11 +125,11 @@ static int dontneed(void)
 
 	raise_pool(BLOCK / HPAGE, BLOCK / HPAGE);
 	p = block_the_pool_holds(BLOCK);
-	hostile_fill(p, BLOCK, 1);
+	hz_test_fill(p, BLOCK, 1);
 	CHECK(madvise(p + MiB, 2 * MiB, MADV_DONTNEED) == 0, "madvise(MADV_DONTNEED): %s",
 	      strerror(errno));
-	CHECK(hostile_first_nonzero(p + MiB, 2 * MiB) == 2 * MiB, "dropped pages not zero");
-	CHECK(hostile_check(p, MiB, 1) == MiB, "the bytes before changed");
+	CHECK(hz_test_first_nonzero(p + MiB, 2 * MiB) == 2 * MiB, "dropped pages not zero");
+	CHECK(hz_test_check(p, MiB, 1) == MiB, "the bytes before changed");
 	free(p);
 	hostile_undo_all();
 	return 0;
@@ -145,7 +145,7 @@ static int guard_page(void)
 	CHECK(mprotect(p + MiB, 4096, PROT_NONE) == 0, "mprotect(PROT_NONE): %s", strerror(errno));
 	CHECK(mprotect(p + MiB, 4096, PROT_READ | PROT_WRITE) == 0, "mprotect: %s",
 	      strerror(errno));
-	hostile_fill(p, BLOCK, 1);
+	hz_test_fill(p, BLOCK, 1);
 	free(p);
 	hostile_undo_all();
 	return 0;
@@ -163,7 +163,7 @@ static int fork_then_child_writes(void)
 
 	raise_pool(BLOCK / HPAGE, BLOCK / HPAGE);
 	p = block_the_pool_holds(BLOCK);
-	hostile_fill(p, BLOCK, 1);
+	hz_test_fill(p, BLOCK, 1);
 	rest = pool_left() > 0 ? (size_t)pool_left() * HPAGE : 0;
 	if (rest) {
 		own = mmap(NULL, rest, PROT_READ | PROT_WRITE,
@@ -174,12 +174,12 @@ static int fork_then_child_writes(void)
 	pid = fork();
 	CHECK(pid >= 0, "fork");
 	if (pid == 0) {
-		hostile_fill(p, BLOCK, 2);
-		CHECK(hostile_check(p, BLOCK, 2) == BLOCK, "the child's copy");
+		hz_test_fill(p, BLOCK, 2);
+		CHECK(hz_test_check(p, BLOCK, 2) == BLOCK, "the child's copy");
 		exit(0);
 	}
 	ret = hostile_wait(pid);
-	CHECK(hostile_check(p, BLOCK, 1) == BLOCK, "the parent's block changed");
+	CHECK(hz_test_check(p, BLOCK, 1) == BLOCK, "the parent's block changed");
 	if (own != MAP_FAILED)
 		munmap(own, rest);
 	free(p);

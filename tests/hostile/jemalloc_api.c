@@ -14,7 +14,7 @@ int main(void)
 	size_t usable, grown;
 
 	CHECK(p != NULL, "malloc");
-	hostile_fill(p, BLOCK, 1);
+	hz_test_fill(p, BLOCK, 1);
 	usable = sallocx(p, 0);
 	CHECK(usable >= BLOCK, "sallocx says %zu bytes", usable);
 	CHECK(malloc_usable_size(p) == usable, "malloc_usable_size differs from sallocx");
@@ -24,9 +24,9 @@ int main(void)
 	grown = xallocx(p, 2 * BLOCK, 0, 0);
 	CHECK(grown >= usable && grown == sallocx(p, 0), "xallocx says %zu, sallocx %zu", grown,
 	      sallocx(p, 0));
-	CHECK(hostile_check(p, BLOCK, 1) == BLOCK, "xallocx changed the bytes");
+	CHECK(hz_test_check(p, BLOCK, 1) == BLOCK, "xallocx changed the bytes");
 	q = rallocx(p, 3 * BLOCK, 0);
-	CHECK(q != NULL && hostile_check(q, BLOCK, 1) == BLOCK, "rallocx");
+	CHECK(q != NULL && hz_test_check(q, BLOCK, 1) == BLOCK, "rallocx");
 	CHECK(sallocx(q, 0) >= 3 * BLOCK, "sallocx after rallocx");
 	sdallocx(q, sallocx(q, 0), 0);
 	p = malloc(BLOCK);
@@ -34,7 +34,7 @@ int main(void)
 	CHECK(xallocx(p, BLOCK / 2, 0, 0) >= BLOCK / 2, "xallocx shrink");
 	dallocx(p, 0);
 	p = calloc(1, BLOCK);
-	CHECK(p != NULL && hostile_first_nonzero(p, BLOCK) == BLOCK, "calloc");
+	CHECK(p != NULL && hz_test_first_nonzero(p, BLOCK) == BLOCK, "calloc");
 	dallocx(p, MALLOCX_TCACHE_NONE);
 	return 0;
 }

@@ -83,9 +83,9 @@ static int nofile_exhausted(void)
 		hostile_use_new_block(mib * MiB, mib % 8 == 0);
 	p = malloc(4 * MiB);
 	CHECK(p != NULL, "malloc");
-	hostile_fill(p, 4 * MiB, 3);
+	hz_test_fill(p, 4 * MiB, 3);
 	p = realloc(p, 40 * MiB);
-	CHECK(p != NULL && hostile_check(p, 4 * MiB, 3) == 4 * MiB, "realloc");
+	CHECK(p != NULL && hz_test_check(p, 4 * MiB, 3) == 4 * MiB, "realloc");
 	free(p);
 	close(fds[n - 1]);
 	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);

@@ -52,7 +52,7 @@ static int cycles(void)
 
 		CHECK(p != NULL, "malloc(%zu MiB)", mib);
 		CHECK(mlock(p, len) == 0, "mlock of the %zu MiB block: %s", mib, strerror(errno));
-		hostile_fill(p, len, (unsigned)mib);
+		hz_test_fill(p, len, (unsigned)mib);
 		free(p);
 	}
 	locked_bytes_are(0);

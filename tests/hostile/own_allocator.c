@@ -10,16 +10,16 @@ int main(void)
 		char *p = malloc(small), *q;
 
 		CHECK(p != NULL, "malloc");
-		hostile_fill(p, small, 1);
+		hz_test_fill(p, small, 1);
 		q = realloc(p, large); /* small to large */
-		CHECK(q != NULL && hostile_check(q, small, 1) == small,
+		CHECK(q != NULL && hz_test_check(q, small, 1) == small,
 		      "realloc to %zu lost the bytes", large);
-		hostile_fill(q, large, 2);
+		hz_test_fill(q, large, 2);
 		p = realloc(q, small); /* and back */
-		CHECK(p != NULL && hostile_check(p, small, 2) == small,
+		CHECK(p != NULL && hz_test_check(p, small, 2) == small,
 		      "realloc to %zu lost the bytes", small);
 		q = realloc(p, 2 * large);
-		CHECK(q != NULL && hostile_check(q, small, 2) == small, "realloc grow");
+		CHECK(q != NULL && hz_test_check(q, small, 2) == small, "realloc grow");
 		free(q);
 	}
 	puts("realloc kept every byte");

@@ -19,7 +19,7 @@ static char *block(size_t len)
 	void *p = NULL;
 
 	CHECK(posix_memalign(&p, PAGE, len) == 0, "posix_memalign(%zu)", len);
-	hostile_fill(p, len, 1);
+	hz_test_fill(p, len, 1);
 	return p;
 }
 
@@ -93,7 +93,7 @@ static int none_guards(void)
 
 	protect(p, PAGE, PROT_NONE);
 	protect(p + len - PAGE, PAGE, PROT_NONE);
-	hostile_fill(p + PAGE, len - 2 * PAGE, 2);
+	hz_test_fill(p + PAGE, len - 2 * PAGE, 2);
 	free(p);
 	hostile_use_new_block(len, false);
 	hostile_use_new_block(len, true);

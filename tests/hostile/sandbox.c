@@ -61,9 +61,9 @@ int main(void)
 			hostile_use_new_block(mib * MiB, round % 2);
 		p = malloc(6 * MiB);
 		CHECK(p != NULL, "malloc");
-		hostile_fill(p, 6 * MiB, 5);
+		hz_test_fill(p, 6 * MiB, 5);
 		q = realloc(p, 30 * MiB);
-		CHECK(q != NULL && hostile_check(q, 6 * MiB, 5) == 6 * MiB, "realloc");
+		CHECK(q != NULL && hz_test_check(q, 6 * MiB, 5) == 6 * MiB, "realloc");
 		free(q);
 	}
 	puts("allocations inside the sandbox worked");

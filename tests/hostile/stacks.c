@@ -98,7 +98,7 @@ static void run_coroutine(size_t len)
 	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	CHECK(p != MAP_FAILED, "mmap: %s", strerror(errno));
-	CHECK(hostile_first_nonzero(p, len) == len, "a new anonymous mapping is not zero");
+	CHECK(hz_test_first_nonzero(p, len) == len, "a new anonymous mapping is not zero");
 	CHECK(mprotect(p, PAGE, PROT_NONE) == 0, "mprotect: %s", strerror(errno));
 	CHECK(getcontext(&co_ctx) == 0, "getcontext");
 	co_ctx.uc_stack.ss_sp = p + PAGE;

@@ -27,47 +27,6 @@ int res_scenario_main(int argc, char **argv, const struct scenario *list)
 	return 2;
 }
 
-static uint64_t word_at(size_t off, unsigned seed)
-{
-	return ((uint64_t)seed << 40) ^ (off * 0x9e3779b97f4a7c15ull) ^ 0x5a5a;
-}
-
-void res_fill(void *p, size_t len, unsigned seed)
-{
-	uint64_t *w = p;
-
-	for (size_t i = 0; i < len / 8; i++)
-		w[i] = word_at(i * 8, seed);
-}
-
-size_t res_check(const void *p, size_t len, unsigned seed)
-{
-	const uint64_t *w = p;
-
-	for (size_t i = 0; i < len / 8; i++)
-		if (w[i] != word_at(i * 8, seed))
-			return i * 8;
-	return len;
-}
-
-size_t res_first_nonzero(const void *p, size_t len)
-{
-	const unsigned char *b = p;
-	size_t i = 0;
-
-	for (; i + 8 <= len; i += 8) {
-		uint64_t w;
-
-		memcpy(&w, b + i, 8);
-		if (w)
-			break;
-	}
-	for (; i < len; i++)
-		if (b[i])
-			return i;
-	return len;
-}
-
 size_t res_resident(const void *p, size_t len)
 {
 	/* Static: it must work where no new mapping can be made. */

@@ -65,13 +65,6 @@ static inline void *res_keep(void *p)
 	return p;
 }
 
-/* Write a pattern that depends on seed and on each 8-byte word's offset
- * (so a page mapped at the wrong place shows), and check it. */
-void res_fill(void *p, size_t len, unsigned seed);
-/* Offset of the first word that differs from the pattern, or len. */
-size_t res_check(const void *p, size_t len, unsigned seed);
-/* Offset of the first non-zero byte, or len. */
-size_t res_first_nonzero(const void *p, size_t len);
 
 /* Resident bytes of [p, p + len) according to mincore. */
 size_t res_resident(const void *p, size_t len);

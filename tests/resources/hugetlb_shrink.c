@@ -35,7 +35,7 @@ static long pool_left(void)
 
 static void intact(const char *p, size_t len, unsigned seed, const char *what)
 {
-	size_t off = res_check(p, len, seed);
+	size_t off = hz_test_check(p, len, seed);
 
 	CHECK(off == len, "%s changed at offset %zu", what, off);
 }
@@ -61,13 +61,13 @@ static void keep_going(void)
 		x->seed = 100 + round;
 		if (round % 2) {
 			x->p = calloc(1, x->len);
-			CHECK(x->p && res_first_nonzero(x->p, x->len) == x->len,
+			CHECK(x->p && hz_test_first_nonzero(x->p, x->len) == x->len,
 			      "round %u: calloc(%zu) failed or not zero", round, x->len);
 		} else {
 			x->p = malloc(x->len);
 			CHECK(x->p, "round %u: malloc(%zu) failed", round, x->len);
 		}
-		res_fill(x->p, x->len, x->seed);
+		hz_test_fill(x->p, x->len, x->seed);
 		for (int i = 0; i < SLOTS; i++)
 			if (s[i].p)
 				intact(s[i].p, s[i].len, s[i].seed, "a live block");
@@ -84,8 +84,8 @@ static int shrink_mid_run(void)
 
 	CHECK(base != NULL, "HZ_RES_POOL_BASE not set");
 	CHECK(is_hugetlb(a) && is_hugetlb(b) && is_hugetlb(d), "blocks not from the pool");
-	res_fill(a, BLOCK, 1);
-	res_fill(b, BLOCK, 2);
+	hz_test_fill(a, BLOCK, 1);
+	hz_test_fill(b, BLOCK, 2);
 	free(b); /* into the cache, with its pages */
 	CHECK(res_write_long(NR_PATH, atol(base)) == 0, "shrinking the pool: %s", strerror(errno));
 	left = pool_left();
@@ -94,20 +94,20 @@ static int shrink_mid_run(void)
 	else
 		fprintf(stderr, "pool still has %ld free pages: raised by someone else\n", left);
 	/* d was reserved when mapped: its first touch now cannot SIGBUS. */
-	res_fill(d, BLOCK, 4);
+	hz_test_fill(d, BLOCK, 4);
 	intact(a, BLOCK, 1, "block a");
 	intact(d, BLOCK, 4, "block d");
 	/* The cached block kept its pool pages: the only one that fits, it
 	 * serves this calloc, zeroed. */
 	c = calloc(1, BLOCK);
-	CHECK(c && res_first_nonzero(c, BLOCK) == BLOCK, "calloc failed or not zero");
+	CHECK(c && hz_test_first_nonzero(c, BLOCK) == BLOCK, "calloc failed or not zero");
 	CHECK(is_hugetlb(c), "the cached pool block did not serve: %p", (void *)c);
-	res_fill(c, BLOCK, 6);
+	hz_test_fill(c, BLOCK, 6);
 	/* Nothing cached left: a fresh block, which the pool cannot hold. */
 	e = malloc(BLOCK);
 	CHECK(e != NULL, "malloc after the shrink failed");
 	CHECK(left >= BLOCK_PAGES || !is_hugetlb(e), "hugetlb block from an empty pool");
-	res_fill(e, BLOCK, 5);
+	hz_test_fill(e, BLOCK, 5);
 	keep_going();
 	/* Growing a pool block when the pool is empty: the new part gets THP,
 	 * the old part keeps its pages and bytes. */
@@ -115,7 +115,7 @@ static int shrink_mid_run(void)
 	CHECK(e2 != NULL, "realloc failed");
 	a = e2;
 	intact(a, BLOCK, 1, "block a after realloc");
-	res_fill(a, 3 * BLOCK, 7);
+	hz_test_fill(a, 3 * BLOCK, 7);
 	intact(a, 3 * BLOCK, 7, "block a grown");
 	intact(c, BLOCK, 6, "block c");
 	intact(d, BLOCK, 4, "block d");

@@ -106,13 +106,13 @@ static char *block(size_t len, unsigned seed)
 	char *p = malloc(len);
 
 	CHECK(res_is_block(p), "malloc(%zu) not served by hugezero: %p", len, (void *)p);
-	res_fill(p, len, seed);
+	hz_test_fill(p, len, seed);
 	return p;
 }
 
 static void intact(const char *p, size_t len, unsigned seed, const char *what)
 {
-	size_t off = res_check(p, len, seed);
+	size_t off = hz_test_check(p, len, seed);
 
 	CHECK(off == len, "%s changed at offset %zu", what, off);
 }
@@ -140,7 +140,7 @@ static int split_fails_glibc_serves(void)
 	CHECK(posix_memalign(&p, 4 * MiB, 4 * MiB) == 0, "posix_memalign failed");
 	CHECK(!in_range(p, a, RESERVE), "served inside the reservation: %p", p);
 	CHECK((uintptr_t)p % (4 * MiB) == 0, "misaligned: %p", p);
-	res_fill(p, 4 * MiB, 4);
+	hz_test_fill(p, 4 * MiB, 4);
 	intact(p, 4 * MiB, 4, "glibc's block");
 	/* The failed mapping left the reservation whole. */
 	CHECK(res_mapping_at((uintptr_t)a + 8 * MiB, &lo, &hi, perms) == 0 &&
@@ -149,7 +149,7 @@ static int split_fails_glibc_serves(void)
 	unfill(&f);
 	CHECK(posix_memalign(&p, 4 * MiB, 4 * MiB) == 0 && in_range(p, a, RESERVE),
 	      "hugezero does not serve again below the limit: %p", p);
-	res_fill(p, 4 * MiB, 5);
+	hz_test_fill(p, 4 * MiB, 5);
 	intact(p, 4 * MiB, 5, "block after the limit");
 	intact(a, 6 * MiB, 1, "block a");
 	intact(c, 8 * MiB, 3, "block c");
@@ -205,7 +205,7 @@ static int over_limit_requests_fail(void)
 	unfill(&f);
 	r = res_keep(malloc(32 * MiB));
 	CHECK(in_range(r, a, RESERVE) && res_is_block(r), "no block below the limit: %p", r);
-	res_fill(r, 32 * MiB, 6);
+	hz_test_fill(r, 32 * MiB, 6);
 	intact(r, 32 * MiB, 6, "block after the limit");
 	intact(a, 8 * MiB, 1, "block a");
 	free(r);
@@ -225,8 +225,8 @@ static int over_limit_cache_serves(void)
 	go_over_limit(&f);
 	c = calloc(1, 8 * MiB);
 	CHECK(c != NULL, "calloc of a cached size failed above the limit");
-	CHECK(res_first_nonzero(c, 8 * MiB) == 8 * MiB, "calloc'd block not zero");
-	res_fill(c, 8 * MiB, 3);
+	CHECK(hz_test_first_nonzero(c, 8 * MiB) == 8 * MiB, "calloc'd block not zero");
+	hz_test_fill(c, 8 * MiB, 3);
 	errno = 4242;
 	free(c);
 	free(b);
@@ -236,7 +236,7 @@ static int over_limit_cache_serves(void)
 	      "malloc larger than the cache: errno %d", errno);
 	d = malloc(16 * MiB);
 	CHECK(d != NULL, "malloc of a cached size failed above the limit");
-	res_fill(d, 16 * MiB, 4);
+	hz_test_fill(d, 16 * MiB, 4);
 	intact(d, 16 * MiB, 4, "block from the cache");
 	free(d);
 	unfill(&f);

@@ -123,20 +123,20 @@ static int too_low_passes_through(void)
 
 	CHECK(p && !res_is_block(p), "malloc: %p", (void *)p);
 	CHECK(c && !res_is_block(c), "calloc: %p", (void *)c);
-	CHECK(res_first_nonzero(c, 64 * MiB) == 64 * MiB, "calloc not zero");
-	res_fill(p, 64 * MiB, 1);
+	CHECK(hz_test_first_nonzero(c, 64 * MiB) == 64 * MiB, "calloc not zero");
+	hz_test_fill(p, 64 * MiB, 1);
 	m = realloc(p, 128 * MiB);
-	CHECK(m && res_check(m, 64 * MiB, 1) == 64 * MiB, "realloc lost data");
+	CHECK(m && hz_test_check(m, 64 * MiB, 1) == 64 * MiB, "realloc lost data");
 	p = m;
 	CHECK(posix_memalign(&q, 2 * MiB, 16 * MiB) == 0 && (uintptr_t)q % (2 * MiB) == 0,
 	      "posix_memalign");
-	res_fill(q, 16 * MiB, 2);
+	hz_test_fill(q, 16 * MiB, 2);
 	m = mmap(NULL, 16 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
-	res_fill(m, 16 * MiB, 3);
+	hz_test_fill(m, 16 * MiB, 3);
 	errno = 0;
 	CHECK(res_keep(malloc(3 * GiB)) == NULL && errno == ENOMEM, "3 GiB: errno %d", errno);
-	CHECK(res_check(q, 16 * MiB, 2) == 16 * MiB && res_check(m, 16 * MiB, 3) == 16 * MiB,
+	CHECK(hz_test_check(q, 16 * MiB, 2) == 16 * MiB && hz_test_check(m, 16 * MiB, 3) == 16 * MiB,
 	      "contents");
 	munmap(m, 16 * MiB);
 	errno = 4242;
@@ -190,22 +190,22 @@ static int lowered_below_use(void)
 	uintptr_t start = (uintptr_t)res_keep(a);
 
 	CHECK(res_is_block(a) && res_is_block(b) && res_is_block(d), "blocks");
-	res_fill(a, 64 * MiB, 1);
-	res_fill(b, 64 * MiB, 2);
+	hz_test_fill(a, 64 * MiB, 1);
+	hz_test_fill(b, 64 * MiB, 2);
 	free(a); /* into the cache */
 	lower_now(res_address_space() / 2);
 	c = calloc(1, 64 * MiB);
-	CHECK(c != NULL && res_first_nonzero(c, 64 * MiB) == 64 * MiB,
+	CHECK(c != NULL && hz_test_first_nonzero(c, 64 * MiB) == 64 * MiB,
 	      "calloc of a cached block failed or is not zero");
-	res_fill(c, 64 * MiB, 3);
+	hz_test_fill(c, 64 * MiB, 3);
 	errno = 0;
 	CHECK(res_keep(malloc(128 * MiB)) == NULL && errno == ENOMEM, "malloc: errno %d", errno);
 	errno = 0;
 	r = realloc(b, 256 * MiB);
 	CHECK(r == NULL && errno == ENOMEM, "realloc grow: errno %d", errno);
-	CHECK(res_check(b, 64 * MiB, 2) == 64 * MiB, "block changed by a failed realloc");
+	CHECK(hz_test_check(b, 64 * MiB, 2) == 64 * MiB, "block changed by a failed realloc");
 	r = realloc(b, 32 * MiB);
-	CHECK(r != NULL && res_check(r, 32 * MiB, 2) == 32 * MiB, "realloc shrink");
+	CHECK(r != NULL && hz_test_check(r, 32 * MiB, 2) == 32 * MiB, "realloc shrink");
 	b = r;
 	errno = 0;
 	CHECK(mmap(NULL, 16 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
@@ -218,8 +218,8 @@ static int lowered_below_use(void)
 	raise_again();
 	r = malloc(128 * MiB);
 	CHECK(res_is_block(r), "no block once the limit is raised: %p", (void *)r);
-	res_fill(r, 128 * MiB, 4);
-	CHECK(res_check(r, 128 * MiB, 4) == 128 * MiB && res_check(b, 32 * MiB, 2) == 32 * MiB,
+	hz_test_fill(r, 128 * MiB, 4);
+	CHECK(hz_test_check(r, 128 * MiB, 4) == 128 * MiB && hz_test_check(b, 32 * MiB, 2) == 32 * MiB,
 	      "contents");
 	free(r);
 	free(b);
@@ -234,11 +234,11 @@ static int prezero_thread_cannot_start(void)
 	char *a = malloc(64 * MiB), *c;
 
 	CHECK(res_is_block(a), "block: %p", (void *)a);
-	res_fill(a, 64 * MiB, 1);
+	hz_test_fill(a, 64 * MiB, 1);
 	lower_now(res_address_space());
 	free(a); /* the first free starts the thread */
 	c = calloc(1, 64 * MiB);
-	CHECK(c != NULL && res_first_nonzero(c, 64 * MiB) == 64 * MiB,
+	CHECK(c != NULL && hz_test_first_nonzero(c, 64 * MiB) == 64 * MiB,
 	      "calloc of the reused block failed or is not zero");
 	free(c);
 	return 0;

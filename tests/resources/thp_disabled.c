@@ -40,24 +40,24 @@ static int allocate(struct block b[5])
 	b[2] = (struct block){ q, 8 * MiB };
 	q = malloc(4 * MiB);
 	CHECK(q != NULL, "malloc 4 MiB");
-	res_fill(q, 4 * MiB, 9);
+	hz_test_fill(q, 4 * MiB, 9);
 	b[3] = (struct block){ realloc(q, 24 * MiB), 24 * MiB };
-	CHECK(b[3].p && res_check(b[3].p, 4 * MiB, 9) == 4 * MiB, "realloc lost data");
+	CHECK(b[3].p && hz_test_check(b[3].p, 4 * MiB, 9) == 4 * MiB, "realloc lost data");
 	b[4] = (struct block){ mmap(NULL, 32 * MiB, PROT_READ | PROT_WRITE,
 				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), 32 * MiB };
 	CHECK(b[4].p != MAP_FAILED, "mmap: %s", strerror(errno));
 	for (int i = 0; i < 4; i++)
 		CHECK(res_is_block(b[i].p), "request %d not served by hugezero: %p", i, b[i].p);
-	CHECK(res_first_nonzero(b[1].p, b[1].len) == b[1].len, "calloc not zero");
+	CHECK(hz_test_first_nonzero(b[1].p, b[1].len) == b[1].len, "calloc not zero");
 	return 0;
 }
 
 static void write_and_check(struct block b[5])
 {
 	for (int i = 0; i < 5; i++)
-		res_fill(b[i].p, b[i].len, (unsigned)i);
+		hz_test_fill(b[i].p, b[i].len, (unsigned)i);
 	for (int i = 0; i < 5; i++)
-		CHECK(res_check(b[i].p, b[i].len, (unsigned)i) == b[i].len,
+		CHECK(hz_test_check(b[i].p, b[i].len, (unsigned)i) == b[i].len,
 		      "block %d lost its contents", i);
 }
 
@@ -82,8 +82,8 @@ static int blocks_disabled(void)
 	for (int i = 0; i < 4; i++)
 		free(b[i].p);
 	again = calloc(1, 64 * MiB);
-	CHECK(again && res_first_nonzero(again, 64 * MiB) == 64 * MiB, "calloc after reuse");
-	res_fill(again, 64 * MiB, 7);
+	CHECK(again && hz_test_first_nonzero(again, 64 * MiB) == 64 * MiB, "calloc after reuse");
+	hz_test_fill(again, 64 * MiB, 7);
 	CHECK(hz_test_smaps_sum((uintptr_t)again, (uintptr_t)again + 64 * MiB,
 			    "AnonHugePages:") == 0, "reused block holds THP");
 	free(again);
