@@ -107,7 +107,7 @@ void hz_exec_apply(enum hz_exec_mode mode, unsigned first_object, bool remap_ok,
 	size_t unit = 0;
 
 	/* Every size here (64 KiB chunks, 2 MiB PMDs) assumes 4 KiB pages. */
-	if (mode == HZ_EXEC_OFF || hz_os()->page_size != HZ_PAGE_SIZE)
+	if (mode == HZ_EXEC_OFF || hz_os_page_size() != HZ_PAGE_SIZE)
 		return;
 	pthread_once(&fork_handler_once, register_fork_handler);
 	hz_lock(&lock);
@@ -158,7 +158,7 @@ void hz_exec_start(void)
 	mode = hz_exec_mode();
 	if (mode == HZ_EXEC_OFF)
 		return;
-	if (hz_os()->page_size != HZ_PAGE_SIZE) {
+	if (hz_os_page_size() != HZ_PAGE_SIZE) {
 		hz_info("exec: pages are not 4 KiB here; executable text left alone");
 		return;
 	}

@@ -364,7 +364,7 @@ int hz_prim_cachestat(int fd, uint64_t off, uint64_t len, uint64_t *cached)
 		ret = (int)SYSCALL(SYS_cachestat, fd, &range, &cs, 0);
 	if (ret != 0)
 		return ret;
-	*cached = cs.nr_cache * (uint64_t)hz_os()->page_size;
+	*cached = cs.nr_cache * (uint64_t)hz_os_page_size();
 	return 0;
 }
 

@@ -137,11 +137,16 @@ uint64_t hz_prim_llc_size(void)
 
 /* ---- the struct ---- */
 
+size_t hz_os_page_size(void)
+{
+	unsigned long page = getauxval(AT_PAGESZ); /* a read of memory, no system call */
+
+	return page ? (size_t)page : 4096;
+}
+
 static void fill(struct hz_os *os)
 {
-	unsigned long page = getauxval(AT_PAGESZ);
-
-	os->page_size = page ? (size_t)page : 4096;
+	os->page_size = hz_os_page_size();
 	/* A page table is one page of 8-byte entries; a PMD entry maps one
 	 * table's worth of pages: 2 MiB with 4 KiB pages, 512 MiB with 64 KiB. */
 	os->pmd_size = os->page_size / 8 * os->page_size;
