@@ -1,6 +1,7 @@
 # Draws bench/run-apps' summary: per program, each allocator's speed
 # relative to glibc (top: glibc wall / its wall, above 1 = faster) and its
-# peak RSS relative to glibc (bottom: below 1 = leaner), log scale; boxes are
+# peak memory (ru_maxrss + hugetlb pages) relative to glibc (bottom: below
+# 1 = leaner), log scale; boxes are
 # the medians of the per-round ratios, bars their min-max.
 #   gnuplot -e "in='bench/out/apps-summary.csv'; out='bench/out/apps.png'" bench/plot-apps.gp
 if (!exists("in")) in = 'bench/out/apps-summary.csv'
@@ -17,6 +18,7 @@ ngroups = int(system(sprintf("awk -F, 'NR > 1 { g[$1 \" \" $2] = 1 } END { n = 0
 xt = system(sprintf("awk -F, 'NR > 1 { k = $1 \" \" $2; if (k in g) next; g[k] = 1; \
   s = s (n ? \", \" : \"\") \"\\\"\" $1 \"\\\\n\" $2 \"\\\" \" n + 0; n++ } END { print \"(\" s \")\" }' '%s'", in))
 eval "set xtics " . xt
+set xtics font ",9"
 
 # glibc itself is the 1.0 line.
 variants = "jemalloc mimalloc tcmalloc hugezero"
@@ -25,7 +27,7 @@ nv = words(variants)
 bw = 0.8 / nv
 xpos(g, i) = g + (i - (nv + 1) / 2.0) * bw
 is(i) = strcol(4) eq word(variants, i)
-# Columns after the group prefix: 14-16 speed vs glibc, 17-19 RSS vs glibc.
+# Columns after the group prefix: 14-16 speed vs glibc, 17-19 memory vs glibc.
 
 set multiplot layout 2,1 title title font ",10"
 set bmargin 4
@@ -44,7 +46,7 @@ plot for [i = 1:nv] data using (is(i) ? xpos($1, i) : NaN):14 with boxes \
      for [i = 1:nv] data using (is(i) ? xpos($1, i) : NaN):14:15:16 with yerrorbars \
        lc rgb "black" pt 0 ps 0 notitle
 
-set title "peak RSS vs glibc (allocator ru_maxrss / glibc's, per round; below 1 = leaner), bars: min-max of the rounds"
+set title "peak memory vs glibc (allocator ru_maxrss + hugetlb / glibc's, per round; below 1 = leaner), bars: min-max of the rounds"
 plot for [i = 1:nv] data using (is(i) ? xpos($1, i) : NaN):17 with boxes \
        lc rgb word(colors, i) title word(variants, i), \
      for [i = 1:nv] data using (is(i) ? xpos($1, i) : NaN):17:18:19 with yerrorbars \

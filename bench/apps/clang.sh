@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034,SC2154 # variables shared with bench/run-apps
 # clang -O2 -S: LLVM's bump-pointer slabs and many small objects, a second
 # compiler with another allocation pattern than cc1's.
 about="clang -O2 -S on a generated C file"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034,SC2154 # variables shared with bench/run-apps
 # ImageMagick 6 (Q16): a large image resized and sharpened. Its pixel cache
 # is one large block per image (8 bytes a pixel), on two OpenMP threads.
 # Debian's policy.xml caps the cache at 256 MiB of memory (more goes to a

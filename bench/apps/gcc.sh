@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034,SC2154 # variables shared with bench/run-apps
 # gcc -O2 -S: cc1's obstacks and GC pages, about a hundred 2 MiB anonymous
 # mmaps (issue 13: hugezero 0.93x glibc, sys time 2x).
 about="gcc -O2 -S on a generated C file"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034,SC2154 # variables shared with bench/run-apps
 # git repack -adf of a generated history: every object's delta found again
 # in a window of 100 (large arrays of object entries, delta indexes, zlib
 # streams). One pack thread, so the pack is the same bytes every run.
@@ -7,7 +8,8 @@ app_setup() {
 	local files commits
 	files=$(pick 200 1000)
 	commits=$(pick 150 500)
-	param="$files-files-$commits-commits"
+	param="$commits-commits"
+	about+=", $files files"
 	repo=$inputs/git-$files-$commits.git
 	[ -f "$repo/done" ] && return 0
 	rm -rf "$repo"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034,SC2154 # variables shared with bench/run-apps
 # GNU ld (bfd) linking a PIE from objects with many sections: every input
 # section, symbol and relocation has its own record (objalloc chunks and
 # malloc), the global symbol table grows by rehashing, mergeable strings
@@ -8,7 +9,7 @@ app_setup() {
 	local files funcs i dir
 	files=$(pick 4 8)
 	funcs=$(pick 5000 20000)
-	param="$files-objects-$((files * funcs / 1000))k-sections"
+	param="${files}x$((funcs / 1000))k-functions"
 	dir=$inputs/ld-$files-$funcs
 	objects=("$dir/main.o")
 	for ((i = 0; i < files; i++)); do

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034,SC2154 # variables shared with bench/run-apps
 # numpy: N x (zeros(4M doubles), ones_like, multiply, sum), four 32 MiB
 # arrays per iteration that a recycling allocator can reuse (issue 13: tcmalloc
 # 3.61 s against hugezero's 3.72 s).

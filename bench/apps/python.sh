@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034,SC2154 # variables shared with bench/run-apps
 # Plain CPython: millions of small objects (pymalloc arenas), a list and a
 # dict that grow to tens of MiB by realloc, sorting and a JSON round trip.
 about="CPython: objects, dict, list sort, JSON round trip"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034,SC2154 # variables shared with bench/run-apps
 # redis-server under load on 127.0.0.1: a mass insert of N keys through
 # redis-cli --pipe (values of 50 B - 64 KiB, a few of 2-6 MiB; the key
 # table rehashes into ever larger arrays), then redis-benchmark GETs, then

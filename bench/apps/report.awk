@@ -1,9 +1,10 @@
 # bench/run-apps: the tables, from apps-summary.csv.
 #   awk -F, -v table=pivot|detail -v md=0|1 -v variants="..." -f report.awk apps-summary.csv
 # pivot: one row per program, one column per allocator: the median
-#   per-round speed vs glibc (glibc wall / its wall) and peak RSS vs glibc,
+#   per-round speed vs glibc (glibc wall / its wall) and peak memory vs glibc,
 #   each with the per-round min-max.
-# detail: one row per program and allocator: wall (min-max), sys, peak RSS,
+# detail: one row per program and allocator: wall (min-max), sys, peak
+#   memory (ru_maxrss + hugetlb),
 #   peak AnonHugePages (+ hugetlb) sampled over the process tree, the
 #   ratios, the other load, and hugezero's own account of its blocks.
 function r(x) { return x == "" ? "-" : x + 0 >= 10 ? sprintf("%.1f", x) : sprintf("%.2f", x) }
@@ -37,7 +38,7 @@ END {
 	nv = split(variants, vn, " ")
 	if (table == "pivot") {
 		for (m = 1; m <= 2; m++) {
-			h[1] = m == 1 ? "speed vs glibc" : "peak RSS vs glibc"; nc = 1
+			h[1] = m == 1 ? "speed vs glibc" : "peak memory vs glibc"; nc = 1
 			for (j = 2; j <= nv; j++) h[++nc] = vn[j]
 			for (i = 1; i <= nc; i++) w[i] = i == 1 ? 30 : 17
 			print row(h, nc)
@@ -55,7 +56,7 @@ END {
 		}
 		exit
 	}
-	split("program|allocator|n|wall s (min-max)|sys s|peak RSS MiB|THP MiB|speed vs glibc|RSS vs glibc|others CPU|hugezero thp/4k/hugetlb MiB, hits/misses, slow", h, "|")
+	split("program|allocator|n|wall s (min-max)|sys s|peak MiB|THP MiB|speed vs glibc|memory vs glibc|others CPU|hugezero thp/4k/hugetlb MiB, hits/misses, slow", h, "|")
 	nc = 11
 	split("30 9 2 19 6 12 7 18 18 10 0", w, " ")
 	print row(h, nc)

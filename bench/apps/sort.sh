@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034,SC2154 # variables shared with bench/run-apps
 # GNU sort, 1 GiB buffer, two threads: one large buffer filled with the
 # whole input and sorted in place by two threads (issue 13's first row).
 about="sort -S 1G --parallel=2 on generated lines"

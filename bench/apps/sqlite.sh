@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034,SC2154 # variables shared with bench/run-apps
 # SQLite in memory: a table of N rows built by a recursive query, two
 # indexes over it (the sorter's large buffers), then range queries. The
 # page cache is a few hundred thousand 4 KiB pages from malloc.

@@ -1,9 +1,13 @@
 # bench/run-apps: per program and allocator, from apps.csv (one row per
 # run) to apps-summary.csv. Ratios are paired per round, as the runs were
 # interleaved: speed = glibc's wall time / this allocator's in the same
-# round (above 1: faster), rss = this allocator's peak RSS / glibc's in the
-# same round (below 1: leaner); the median of those per-round ratios, with
-# their min and max. Times and sizes are medians over the rounds.
+# round (above 1: faster), rss = this allocator's peak memory / glibc's in
+# the same round (below 1: leaner); the median of those per-round ratios,
+# with their min and max. Times and sizes are medians over the rounds.
+# Peak memory is ru_maxrss plus the sampled peak of hugetlb pages, which
+# RSS does not count: an allocator that takes pages from a hugetlb pool
+# (hugezero's default when the pool has free pages) must not look leaner
+# for it.
 #   awk -F, -v OFS=, -v variants="glibc jemalloc ..." -f summary.awk apps.csv
 function sort(a, n,   i, j, t) {
 	for (i = 2; i <= n; i++)
@@ -17,8 +21,8 @@ function median(s,   a, n) {
 	lo = a[1]; hi = a[n]
 	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
-# Per-round ratios of column c between k and the baseline b: num / den
-# where inv = 0 gives b / k (speed) and inv = 1 gives k / b (RSS).
+# The median (and lo, hi) of the per-round ratios of column c between k
+# and the baseline b: b / k when inv is 0 (speed), k / b when 1 (memory).
 function paired(k, b, c, inv,   j, nr, rr, s, x, y) {
 	s = ""
 	nr = split(rounds[k], rr, " ")
@@ -42,7 +46,7 @@ function paired(k, b, c, inv,   j, nr, rr, s, x, y) {
 	if (!(g in seen)) { seen[g] = 1; groups[++ng] = g }
 	n[k]++
 	wall[k] = wall[k] " " $6; user[k] = user[k] " " $7; sys[k] = sys[k] " " $8
-	rss[k] = rss[k] " " $9; thp[k] = thp[k] " " $11; htlb[k] = htlb[k] " " $12
+	rss[k] = rss[k] " " ($9 + $12); thp[k] = thp[k] " " $11; htlb[k] = htlb[k] " " $12
 	others[k] = others[k] " " $16
 	if ($18 != "") {
 		hzthp[k] = hzthp[k] " " $20; hz4k[k] = hz4k[k] " " $21; hzht[k] = hzht[k] " " $22
@@ -50,11 +54,11 @@ function paired(k, b, c, inv,   j, nr, rr, s, x, y) {
 		hzslow[k] = hzslow[k] " " $25; hzaligned[k] = hzaligned[k] " " $27
 	}
 	byround[k, $4, 6] = $6
-	byround[k, $4, 9] = $9
+	byround[k, $4, 9] = $9 + $12
 	rounds[k] = rounds[k] " " $4
 }
 END {
-	print "app,param,variant,n,wall_s,wall_min,wall_max,user_s,sys_s,maxrss_mib,thp_peak_mib," \
+	print "app,param,variant,n,wall_s,wall_min,wall_max,user_s,sys_s,peak_mem_mib,thp_peak_mib," \
 	      "hugetlb_peak_mib,speed_vs_glibc,speed_min,speed_max,rss_vs_glibc,rss_min,rss_max," \
 	      "others_cpus,hz_thp_mib,hz_4k_mib,hz_hugetlb_mib,hz_cache_hits,hz_cache_misses," \
 	      "hz_fresh_thp_slow,hz_mmaps_aligned"

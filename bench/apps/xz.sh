@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034,SC2154 # variables shared with bench/run-apps
 # xz -9 single-threaded: a 64 MiB dictionary and its match finder's hash
 # tables, touched sparsely for a small input (issue 13: RSS doubled whenever
 # THP backed those tables).

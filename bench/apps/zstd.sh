@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034,SC2154 # variables shared with bench/run-apps
 # zstd at its strongest with a 2 GiB long-distance window, reading a pipe
 # as in `tar c | zstd`: the input's size is unknown, so the window and its
 # match tables are allocated in full (blocks of up to 4 GiB, touched
