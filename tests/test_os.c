@@ -345,12 +345,36 @@ static void first_fill_keeps_errno(void **state)
 
 /* ---- paths ---- */
 
+/* The path is opened and fstat'ed, not stat'ed: qemu-user emulates
+ * opening /proc/self/exe (the guest program) but stat() of it reaches the
+ * host's link (qemu itself). */
 static bool same_file(int fd, const char *path)
 {
 	struct stat a, b;
+	int other = open(path, O_RDONLY | O_CLOEXEC);
+	bool same = other >= 0 && fstat(fd, &a) == 0 && fstat(other, &b) == 0 &&
+		    a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 
-	return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
-	       a.st_ino == b.st_ino;
+	if (other >= 0)
+		close(other);
+	return same;
+}
+
+/* For /proc/PID/maps, which qemu-user emulates with a new temporary file
+ * at each open (no inode to compare): the first lines agree. */
+static bool same_first_line(int fd, const char *path)
+{
+	char a[256] = "", b[256] = "";
+	FILE *f = fopen(path, "r");
+	ssize_t n = read(fd, a, sizeof(a) - 1);
+	bool same;
+
+	if (!f)
+		return false;
+	same = n > 0 && fgets(b, sizeof(b), f) != NULL && strchr(a, '\n') &&
+	       strncmp(a, b, (size_t)(strchr(a, '\n') - a)) == 0;
+	fclose(f);
+	return same;
 }
 
 static void path_helpers_open_what_they_name(void **state)
@@ -368,7 +392,7 @@ static void path_helpers_open_what_they_name(void **state)
 	close(fd);
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)getpid());
 	fd = hz_prim_open_maps(getpid(), false);
-	assert_true(fd >= 0 && same_file(fd, path));
+	assert_true(fd >= 0 && same_first_line(fd, path));
 	close(fd);
 	fd = hz_prim_open_pagemap(0);
 	assert_true(fd >= 0);
