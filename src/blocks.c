@@ -366,9 +366,19 @@ static int grow_in_place(size_t first, size_t old_g, size_t new_g,
 	return ret;
 }
 
+/* The moved block's old place stops being live before its granules go
+ * back: once they are unclaimed, another thread may make a block there, and
+ * clearing the flag after that would clear the new block's (its free would
+ * then stop the program as a double free). */
+static void retire_old_place(struct block_meta *old)
+{
+	__atomic_store_n(&old->live, 0, __ATOMIC_RELEASE);
+}
+
 /* Kernels before 5.7: a plain move, which leaves a hole where the block
  * was; its put-back never replaces what another thread mapped there. */
-static int move_leaving_hole(size_t first, size_t old_g, size_t new_g, size_t to)
+static int move_leaving_hole(size_t first, size_t old_g, size_t new_g, size_t to,
+			     struct block_meta *old)
 {
 	uintptr_t start = addr_of(first);
 	void *moved;
@@ -380,6 +390,7 @@ static int move_leaving_hole(size_t first, size_t old_g, size_t new_g, size_t to
 		unclaim(to, new_g);
 		return ret;
 	}
+	retire_old_place(old);
 	ret = hz_prim_reserve_hole(start, old_g * HZ_GRANULE);
 	if (ret == 0 || ret == -EEXIST)
 		unclaim_after(ret, first, old_g);
@@ -393,7 +404,7 @@ static int move_leaving_hole(size_t first, size_t old_g, size_t new_g, size_t to
  * in one, and we would take the pointers into it for ours (free would
  * stop the program). */
 static int move_block(size_t first, size_t old_g, size_t new_g, size_t unit,
-		      enum hz_backing backing, uintptr_t *new_start)
+		      enum hz_backing backing, struct block_meta *old, uintptr_t *new_start)
 {
 	uintptr_t start = addr_of(first);
 	size_t old_len = old_g * HZ_GRANULE, to;
@@ -424,11 +435,12 @@ static int move_block(size_t first, size_t old_g, size_t new_g, size_t unit,
 			ret = claim(new_g, unit / HZ_GRANULE, &to);
 			hz_unlock(&lock);
 			if (ret == 0)
-				ret = move_leaving_hole(first, old_g, new_g, to);
+				ret = move_leaving_hole(first, old_g, new_g, to, old);
 		}
 		if (ret != 0)
 			return ret;
 	} else {
+		retire_old_place(old);
 		release(start, old_len);
 	}
 	*new_start = addr_of(to);
@@ -473,12 +485,10 @@ int hz_blocks_resize(void *p, size_t size, void **out)
 	} else if (new_g > old_g) {
 		if (grow_in_place(first, old_g, new_g, backing) == 0) {
 			hz_stats_add(realloc_in_place, 1);
-		} else if (move_block(first, old_g, new_g, unit, backing, &start) == 0) {
-			struct block_meta *n = &meta[index_of(start)];
-
-			n->backing = (uint8_t)backing;
-			__atomic_store_n(&m->live, 0, __ATOMIC_RELEASE);
-			m = n;
+		} else if (move_block(first, old_g, new_g, unit, backing, m, &start) == 0) {
+			/* m stopped being live inside the move (retire_old_place). */
+			m = &meta[index_of(start)];
+			m->backing = (uint8_t)backing;
 			__atomic_store_n(&m->live, 1, __ATOMIC_RELEASE);
 			hz_stats_add(realloc_moved, 1);
 		} else {
