@@ -20,6 +20,12 @@ struct hz_clear_kernel {
 	bool built;           /* false when the compiler could not emit it */
 	bool nontemporal;     /* bypasses the cache; needs the fence */
 	const char *missing;  /* why it is unsupported when needs are absent */
+	/* The automatic choice's preference for this kernel in each role,
+	 * higher first; 0: never chosen for that role. The runnable kernel
+	 * with the highest rank wins (policy.c); ranks in a role are unique.
+	 * kernels.c gives the figures behind them. */
+	unsigned char rank_cached; /* passes below HUGEZERO_CLEAR_NT_MIN */
+	unsigned char rank_nt;     /* passes from HUGEZERO_CLEAR_NT_MIN on */
 };
 
 /* This architecture's kernels, in the order hz_clear_kernel_name lists. */

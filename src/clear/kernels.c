@@ -1,5 +1,16 @@
-/* The table of clearing kernels for this architecture. Order matters only
- * for listing; the automatic choice is made in policy.c. */
+/* The table of clearing kernels for this architecture. The order is the
+ * listing order only; the automatic choice follows the ranks (kernel.h),
+ * whose figures are in bench/RESULTS.md.
+ *
+ * x86_64: cached passes are short (< CLEAR_NT_MIN), where glibc's memset
+ * picks vector stores or rep stosb by size and is as fast as any of ours, so
+ * memset is the only cached candidate. For long passes one 64-byte
+ * non-temporal store per line keeps the write-combining buffers full with
+ * the fewest instructions: avx512_nt, then avx2_nt, clzero, rep_stosb and
+ * memset.
+ *
+ * aarch64: cached passes prefer mops (the CPU's own strategy), then dc_zva,
+ * then memset; long passes stnp, then memset. */
 #include "../cpu/cpu.h"
 #include "kernel.h"
 
@@ -10,26 +21,34 @@
 #endif
 
 const struct hz_clear_kernel hz_clear_kernels[] = {
-	{ "memset", hz_clear_memset, 0, true, false, NULL },
+	{ .name = "memset", .fn = hz_clear_memset, .built = true,
+	  .rank_cached = 1, .rank_nt = 1 },
 #if defined(__x86_64__)
-	{ "rep_stosb", hz_clear_rep_stosb, HZ_CPU_ERMS, true, false,
-	  "CPU lacks ERMS (enhanced rep stosb)" },
-	{ "avx2", hz_clear_avx2, HZ_CPU_AVX2, true, false,
-	  "CPU or OS lacks AVX2 (CPUID/XCR0)" },
-	{ "avx2_nt", hz_clear_avx2_nt, HZ_CPU_AVX2, true, true,
-	  "CPU or OS lacks AVX2 (CPUID/XCR0)" },
-	{ "avx512", hz_clear_avx512, HZ_CPU_AVX512F, true, false,
-	  "CPU or OS lacks AVX-512F (CPUID/XCR0)" },
-	{ "avx512_nt", hz_clear_avx512_nt, HZ_CPU_AVX512F, true, true,
-	  "CPU or OS lacks AVX-512F (CPUID/XCR0)" },
-	{ "clzero", hz_clear_clzero, HZ_CPU_CLZERO, true, true,
-	  "CPU lacks CLZERO (AMD only)" },
+	{ .name = "rep_stosb", .fn = hz_clear_rep_stosb, .needs = HZ_CPU_ERMS,
+	  .built = true, .missing = "CPU lacks ERMS (enhanced rep stosb)",
+	  .rank_nt = 2 },
+	{ .name = "avx2", .fn = hz_clear_avx2, .needs = HZ_CPU_AVX2,
+	  .built = true, .missing = "CPU or OS lacks AVX2 (CPUID/XCR0)" },
+	{ .name = "avx2_nt", .fn = hz_clear_avx2_nt, .needs = HZ_CPU_AVX2,
+	  .built = true, .nontemporal = true,
+	  .missing = "CPU or OS lacks AVX2 (CPUID/XCR0)", .rank_nt = 4 },
+	{ .name = "avx512", .fn = hz_clear_avx512, .needs = HZ_CPU_AVX512F,
+	  .built = true, .missing = "CPU or OS lacks AVX-512F (CPUID/XCR0)" },
+	{ .name = "avx512_nt", .fn = hz_clear_avx512_nt, .needs = HZ_CPU_AVX512F,
+	  .built = true, .nontemporal = true,
+	  .missing = "CPU or OS lacks AVX-512F (CPUID/XCR0)", .rank_nt = 5 },
+	{ .name = "clzero", .fn = hz_clear_clzero, .needs = HZ_CPU_CLZERO,
+	  .built = true, .nontemporal = true,
+	  .missing = "CPU lacks CLZERO (AMD only)", .rank_nt = 3 },
 #elif defined(__aarch64__)
-	{ "dc_zva", hz_clear_dc_zva, HZ_CPU_DC_ZVA, true, false,
-	  "DC ZVA is prohibited (DCZID_EL0.DZP)" },
-	{ "stnp", hz_clear_stnp, 0, true, true, NULL },
-	{ "mops", hz_clear_mops, HZ_CPU_MOPS, MOPS_BUILT, false,
-	  "CPU lacks FEAT_MOPS (AT_HWCAP2)" },
+	{ .name = "dc_zva", .fn = hz_clear_dc_zva, .needs = HZ_CPU_DC_ZVA,
+	  .built = true, .missing = "DC ZVA is prohibited (DCZID_EL0.DZP)",
+	  .rank_cached = 2 },
+	{ .name = "stnp", .fn = hz_clear_stnp, .built = true, .nontemporal = true,
+	  .rank_nt = 2 },
+	{ .name = "mops", .fn = hz_clear_mops, .needs = HZ_CPU_MOPS,
+	  .built = MOPS_BUILT, .missing = "CPU lacks FEAT_MOPS (AT_HWCAP2)",
+	  .rank_cached = 3 },
 #endif
 };
 

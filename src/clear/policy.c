@@ -8,23 +8,6 @@
 #include "../cpu/cpu.h"
 #include "../log.h"
 
-/* Preference for automatic choice, best first; the first runnable one wins.
- * The figures behind the order are in bench/RESULTS.md. */
-#if defined(__x86_64__)
-/* Cached passes are short (< CLEAR_NT_MIN): glibc's memset picks vector
- * stores or rep stosb by size and is as fast as any of ours there. */
-static const char *const auto_cached[] = { "memset" };
-/* One 64-byte non-temporal store per line keeps the write-combining buffers
- * full with the fewest instructions. */
-static const char *const auto_nt[] = { "avx512_nt", "avx2_nt", "clzero", "rep_stosb", "memset" };
-#elif defined(__aarch64__)
-static const char *const auto_cached[] = { "mops", "dc_zva", "memset" };
-static const char *const auto_nt[] = { "stnp", "memset" };
-#else
-static const char *const auto_cached[] = { "memset" };
-static const char *const auto_nt[] = { "memset" };
-#endif
-
 struct choice {
 	const struct hz_clear_kernel *cached, *nt;
 	bool forced;
@@ -45,25 +28,45 @@ const struct hz_clear_kernel *hz_clear_kernel_find(const char *name)
 	return NULL;
 }
 
-const char *hz_clear_kernel_missing(const struct hz_clear_kernel *k)
+const char *hz_clear_kernel_missing_for(const struct hz_clear_kernel *k,
+					unsigned features)
 {
 	if (!k->built)
 		return "not built: the compiler or assembler lacks it";
-	if (!hz_cpu_has(k->needs))
+	if ((features & k->needs) != k->needs)
 		return k->missing;
 	return NULL;
 }
 
-static const struct hz_clear_kernel *first_usable(const char *const *names,
-						  size_t count)
+const char *hz_clear_kernel_missing(const struct hz_clear_kernel *k)
 {
-	for (size_t i = 0; i < count; i++) {
-		const struct hz_clear_kernel *k = hz_clear_kernel_find(names[i]);
+	return hz_clear_kernel_missing_for(k, hz_cpu_get()->features);
+}
 
-		if (k && hz_clear_kernel_missing(k) == NULL)
-			return k;
+/* The runnable kernel of highest rank in one role; memset, ranked in both,
+ * runs everywhere. */
+static const struct hz_clear_kernel *best(unsigned features, bool nt)
+{
+	const struct hz_clear_kernel *pick = &hz_clear_kernels[0];
+	unsigned char pick_rank = 0;
+
+	for (unsigned i = 0; i < hz_clear_kernel_total; i++) {
+		const struct hz_clear_kernel *k = &hz_clear_kernels[i];
+		unsigned char rank = nt ? k->rank_nt : k->rank_cached;
+
+		if (rank > pick_rank && hz_clear_kernel_missing_for(k, features) == NULL) {
+			pick = k;
+			pick_rank = rank;
+		}
 	}
-	return &hz_clear_kernels[0]; /* memset runs everywhere */
+	return pick;
+}
+
+void hz_clear_auto_for(unsigned features, const struct hz_clear_kernel **cached,
+		       const struct hz_clear_kernel **nt)
+{
+	*cached = best(features, false);
+	*nt = best(features, true);
 }
 
 static void store(const struct choice *k, uint64_t generation)
@@ -76,8 +79,7 @@ static void store(const struct choice *k, uint64_t generation)
 
 static void make_auto(struct choice *k)
 {
-	k->cached = first_usable(auto_cached, sizeof(auto_cached) / sizeof(auto_cached[0]));
-	k->nt = first_usable(auto_nt, sizeof(auto_nt) / sizeof(auto_nt[0]));
+	hz_clear_auto_for(hz_cpu_get()->features, &k->cached, &k->nt);
 	k->forced = false;
 }
 

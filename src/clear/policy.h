@@ -48,4 +48,14 @@ void hz_clear_cached(void *dst, size_t len);
 /* NULL when k runs here, else the reason it does not. */
 const char *hz_clear_kernel_missing(const struct hz_clear_kernel *k);
 
+/* The same for a CPU with these features (enum hz_cpu_feature bits). */
+const char *hz_clear_kernel_missing_for(const struct hz_clear_kernel *k,
+					unsigned features);
+
+/* The automatic choice for a CPU with these features: in each role the
+ * runnable kernel of highest rank (kernel.h). Pure, so tests can pin it for
+ * CPUs other than their own. */
+void hz_clear_auto_for(unsigned features, const struct hz_clear_kernel **cached,
+		       const struct hz_clear_kernel **nt);
+
 #endif /* HZ_CLEAR_POLICY_H */
