@@ -1,13 +1,18 @@
 /* The automatic kernel choice: pinned for synthetic CPUs (feature sets
  * other than this machine's), so that ranking the table cannot change what
- * auto picks for any CPU or size. */
+ * auto picks for any CPU or size; and run for real at lower CPU levels of
+ * this machine through the test core's feature mask (hz_cpu_test_mask, as
+ * dav1d's checkasm --cpumask), each level's choice asserted and cleared
+ * with. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <cmocka.h>
 
 #include <hugezero.h>
@@ -173,6 +178,101 @@ static void auto_choice_for_this_cpu_is_the_pure_choice(void **state)
 	assert_string_equal(hz_clear_kernel_for(nt_min), n->name);
 }
 
+/* Lower CPU levels, each hiding more than the one before. What auto picks
+ * at a level is the reference order over what this CPU has minus the
+ * hidden bits, so nothing here assumes the CPU it runs on. */
+struct level {
+	const char *name;
+	unsigned hidden;
+};
+
+static const struct level levels[] = {
+	{ "as detected", 0 },
+#if defined(__x86_64__)
+	{ "no AVX-512", HZ_CPU_AVX512F },
+	{ "no AVX2", HZ_CPU_AVX512F | HZ_CPU_AVX2 },
+	{ "no CLZERO", HZ_CPU_AVX512F | HZ_CPU_AVX2 | HZ_CPU_CLZERO },
+	{ "no ERMS/FSRM", HZ_CPU_AVX512F | HZ_CPU_AVX2 | HZ_CPU_CLZERO | HZ_CPU_ERMS |
+	  HZ_CPU_FSRM },
+#elif defined(__aarch64__)
+	{ "no MOPS", HZ_CPU_MOPS },
+	{ "no DC ZVA", HZ_CPU_MOPS | HZ_CPU_DC_ZVA },
+#endif
+};
+
+#define GUARD 4096
+#define GUARD_BYTE 0xa5
+#define MAX_LEN ((size_t)(2u << 20) + 13)
+
+static void clears_exactly(unsigned char *buf, size_t mis, size_t len, size_t hint_off,
+			   const char *level)
+{
+	unsigned char *dst = buf + GUARD + mis;
+	size_t end = GUARD + mis + len;
+
+	memset(buf, GUARD_BYTE, end + GUARD);
+	hz_clear(dst, len, hint_off == SIZE_MAX ? NULL : dst + hint_off);
+	for (size_t i = 0; i < end + GUARD; i++)
+		if (buf[i] != (i >= GUARD + mis && i < end ? 0 : GUARD_BYTE))
+			fail_msg("%s: len %zu, misalign %zu, hint %zd: byte %zd is %#x", level,
+				 len, mis, (ssize_t)hint_off, (ssize_t)(i - GUARD - mis), buf[i]);
+}
+
+/* Every kernel the level hides is refused, by name and by hz_clear_with. */
+static void hidden_kernels_are_refused(unsigned features, const char *level)
+{
+	for (unsigned i = 0; i < hz_clear_kernel_total; i++) {
+		const struct hz_clear_kernel *k = &hz_clear_kernels[i];
+		const char *why = NULL;
+		char byte = 1;
+
+		if (hz_clear_kernel_missing_for(k, features) == NULL)
+			continue;
+		if (hz_clear_kernel_supported(i, &why) || why == NULL)
+			fail_msg("%s: kernel %s is hidden but reported supported", level, k->name);
+		assert_int_equal(hz_clear_with(k->name, &byte, 1), ENOTSUP);
+		assert_int_equal(byte, 1);
+	}
+}
+
+static void auto_at_lower_cpu_levels_picks_and_clears(void **state)
+{
+	static const size_t lengths[] = { 0, 1, 63, 4095, 65535, 65536, 65537,
+					  (1u << 20) + 1, MAX_LEN };
+	size_t nt_min = hz_config()->clear_nt_min;
+	unsigned char *buf = malloc(GUARD + 64 + MAX_LEN + GUARD);
+	unsigned detected = hz_cpu_test_mask(0);
+
+	(void)state;
+	assert_non_null(buf);
+	for (size_t l = 0; l < COUNT(levels); l++) {
+		unsigned features = detected & ~levels[l].hidden;
+		const char *cached = reference(order_cached, COUNT(order_cached), features);
+		const char *nt = reference(order_nt, COUNT(order_nt), features);
+
+		assert_int_equal(hz_cpu_test_mask(levels[l].hidden), detected);
+		assert_int_equal(hz_cpu_get()->features, features);
+		hz_clear_policy_reset();
+		print_message("level %s (features %#x of %#x): %s below %zu bytes, %s from\n",
+			      levels[l].name, features, detected, cached, nt_min, nt);
+		assert_string_equal(hz_clear_kernel_for(nt_min - 1), cached);
+		assert_string_equal(hz_clear_kernel_for(nt_min), nt);
+		hidden_kernels_are_refused(features, levels[l].name);
+		for (size_t i = 0; i < COUNT(lengths); i++)
+			for (size_t mis = 0; mis < 64; mis += 21)
+				for (size_t h = 0; h < 3; h++)
+					clears_exactly(buf, mis, lengths[i],
+						       h == 0 ? SIZE_MAX : h == 1 ? 0 : lengths[i] / 2,
+						       levels[l].name);
+	}
+	/* The last level leaves memset alone, on any CPU of the architecture. */
+	assert_string_equal(hz_clear_kernel_for(1), "memset");
+	hz_cpu_test_mask(0);
+	hz_clear_policy_reset();
+	assert_int_equal(hz_cpu_get()->features, detected);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -180,6 +280,7 @@ int main(void)
 		cmocka_unit_test(auto_choice_follows_the_reference_order_for_every_feature_set),
 		cmocka_unit_test(ranks_are_unique_and_memset_is_the_floor),
 		cmocka_unit_test(auto_choice_for_this_cpu_is_the_pure_choice),
+		cmocka_unit_test(auto_at_lower_cpu_levels_picks_and_clears),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

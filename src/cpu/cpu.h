@@ -31,6 +31,15 @@ static inline bool hz_cpu_has(unsigned features)
 	return (hz_cpu_get()->features & features) == features;
 }
 
+#ifdef HZ_TEST_CORE
+/* Test core only (dav1d's --cpumask): from now on the CPU reports the
+ * features it was detected with minus hidden (0 shows them all again), so
+ * tests run the automatic choice at lower CPU levels than this machine's.
+ * Returns the features detected. Callers choose the clear kernels again
+ * (hz_clear_policy_reset) and call it while no other thread clears. */
+unsigned hz_cpu_test_mask(unsigned hidden);
+#endif
+
 /* Fill *cpu for this machine. One implementation per architecture. */
 void hz_cpu_detect(struct hz_cpu *cpu);
 
