@@ -16,10 +16,10 @@ typedef void (*hz_clear_fn)(void *dst, size_t len);
 struct hz_clear_kernel {
 	const char *name;     /* as used by HUGEZERO_CLEAR */
 	hz_clear_fn fn;
+	const char *missing;  /* why it is unsupported when needs are absent */
 	unsigned needs;       /* enum hz_cpu_feature bits, all required */
 	bool built;           /* false when the compiler could not emit it */
 	bool nontemporal;     /* bypasses the cache; needs the fence */
-	const char *missing;  /* why it is unsupported when needs are absent */
 	/* The automatic choice's preference for this kernel in each role,
 	 * higher first; 0: never chosen for that role. The runnable kernel
 	 * with the highest rank wins (policy.c); ranks in a role are unique.
