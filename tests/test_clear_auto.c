@@ -273,6 +273,15 @@ static void auto_at_lower_cpu_levels_picks_and_clears(void **state)
 	free(buf);
 }
 
+/* Whatever the level test left, the CPU as detected and auto again. */
+static int unmask(void **state)
+{
+	(void)state;
+	hz_cpu_test_mask(0);
+	hz_clear_policy_reset();
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -280,7 +289,7 @@ int main(void)
 		cmocka_unit_test(auto_choice_follows_the_reference_order_for_every_feature_set),
 		cmocka_unit_test(ranks_are_unique_and_memset_is_the_floor),
 		cmocka_unit_test(auto_choice_for_this_cpu_is_the_pure_choice),
-		cmocka_unit_test(auto_at_lower_cpu_levels_picks_and_clears),
+		cmocka_unit_test_teardown(auto_at_lower_cpu_levels_picks_and_clears, unmask),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
