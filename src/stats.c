@@ -3,8 +3,22 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
+
+#include "prim/os.h"
+#include "prim/prim.h"
 
 struct hz_stats hz_stats;
+
+/* The header alone in its 4 KiB, page-aligned: in a shared library's .bss
+ * that is past the last file-backed page, so in the anonymous mapping the
+ * loader adds for .bss, which prctl can name (it refuses file mappings).
+ * The counters stay in hz_stats: moving them here would change nothing for
+ * their cost, but every user names hz_stats. */
+static union {
+	struct hz_stats_header header;
+	char page[HZ_STATS_PAGE];
+} stats_page __attribute__((aligned(HZ_STATS_PAGE)));
 
 /* hz_stats_snapshot and hz_stats_value read the struct as an array of
  * counters. */
@@ -72,4 +86,80 @@ void hz_stats_snapshot(struct hz_stats *out)
 
 	for (size_t i = 0; i < sizeof(hz_stats) / sizeof(uint64_t); i++)
 		to[i] = __atomic_load_n(&from[i], __ATOMIC_RELAXED);
+}
+
+/* FNV-1a, 64 bits: a layout check, not a defence. */
+static uint64_t fnv(uint64_t h, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static uint64_t fnv_str(uint64_t h, const char *s)
+{
+	return s ? fnv(h, s, strlen(s) + 1) : fnv(h, "", 1);
+}
+
+uint64_t hz_stats_table_hash(void)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	const uint32_t sizes[] = { (uint32_t)sizeof(struct hz_stats), HZ_BACKING_COUNT,
+				   HZ_FB_COUNT };
+
+	h = fnv(h, sizes, sizeof(sizes));
+	for (unsigned i = 0; i < hz_stat_row_count; i++) {
+		const struct hz_stat_row *r = &hz_stat_rows[i];
+		const unsigned char kind[] = { r->kind, r->group, r->type, r->unit };
+		const unsigned short at[] = { r->at, r->at2 };
+
+		h = fnv(h, kind, sizeof(kind));
+		h = fnv(h, at, sizeof(at));
+		h = fnv_str(h, r->key);
+		h = fnv_str(h, r->text);
+	}
+	for (unsigned f = 0; f < HZ_FB_COUNT; f++)
+		h = fnv_str(h, fallback_names[f]);
+	return h;
+}
+
+static void copy_str(char *to, size_t size, const char *from)
+{
+	size_t n = from ? strlen(from) : 0;
+
+	n = n < size - 1 ? n : size - 1;
+	memcpy(to, from ? from : "", n);
+	to[n] = '\0';
+}
+
+void hz_stats_publish(const char *exec_mode)
+{
+	struct hz_stats_header *h = &stats_page.header;
+	size_t page = hz_os_page_size();
+	uintptr_t start = (uintptr_t)&stats_page & ~(uintptr_t)(page - 1);
+	uintptr_t end = ((uintptr_t)&stats_page + sizeof(stats_page) + page - 1) &
+			~(uintptr_t)(page - 1);
+
+	if (__atomic_load_n(&h->magic, __ATOMIC_RELAXED) == HZ_STATS_MAGIC)
+		return;
+	h->layout = HZ_STATS_LAYOUT;
+	h->header_size = (uint32_t)sizeof(*h);
+	h->self = (uint64_t)(uintptr_t)h;
+	h->counters = (uint64_t)(uintptr_t)&hz_stats;
+	h->counters_size = sizeof(hz_stats);
+	h->table_hash = hz_stats_table_hash();
+	h->pid = (int64_t)hz_prim_getpid();
+	copy_str(h->version, sizeof(h->version), HZ_VERSION);
+	copy_str(h->exec_mode, sizeof(h->exec_mode), exec_mode);
+	/* Release: a reader that sees the magic sees the fields (it reads
+	 * through the kernel, which copies in address order on one CPU; the
+	 * release orders the writes for it all the same). */
+	__atomic_store_n(&h->magic, HZ_STATS_MAGIC, __ATOMIC_RELEASE);
+	/* Without CONFIG_ANON_VMA_NAME this fails (EINVAL), and where pages
+	 * are larger than 4 KiB the page may hold .data too (EBADF): the
+	 * reader then finds the header by its magic (tools/stats_cmd.c). A name on
+	 * a larger page also covers its neighbours: only a name. */
+	(void)hz_prim_name_mapping((void *)start, end - start, HZ_STATS_MAPPING_NAME);
 }

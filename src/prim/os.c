@@ -229,6 +229,22 @@ int hz_prim_open_pagemap(pid_t pid)
 	return open_proc(pid, "pagemap");
 }
 
+int hz_prim_process_state(pid_t pid, char *state)
+{
+	char path[40], buf[512];
+	const char *paren;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (hz_prim_read_file(path, buf, sizeof(buf)) <= 0)
+		return -ESRCH;
+	/* "pid (comm) S ...": comm may hold spaces and parentheses. */
+	paren = strrchr(buf, ')');
+	if (paren == NULL || paren[1] != ' ' || paren[2] == '\0')
+		return -EINVAL;
+	*state = paren[2];
+	return 0;
+}
+
 int hz_prim_open_kpageflags(void)
 {
 	return hz_prim_open_read("/proc/kpageflags");
