@@ -36,6 +36,7 @@
 
 static const char usage_stats[] =
 	"usage: hugezero stats [--json] [--watch [SECONDS]] PID\n"
+	"       hugezero stats\n"
 	"\n"
 	"Prints the report HUGEZERO_STATS=1 prints at exit, for process PID while it\n"
 	"runs (without the exec folio lines: see hugezero folios PID). The process\n"
@@ -48,6 +49,10 @@ static const char usage_stats[] =
 	"                     with --json, one JSON object per sample. Ends with the\n"
 	"                     process (exit status 1) or on Ctrl-C.\n"
 	"  --help             this text\n"
+	"\n"
+	"Without a PID: one line per process that runs hugezero, with its large\n"
+	"blocks live now (LIVE_MiB), its cache (CACHE_MiB) and the bytes of the\n"
+	"blocks it mapped on huge pages since it started (HUGE_MiB: hugetlb or THP).\n"
 	"\n"
 	"exit status: 0 success, 2 usage error, 1 no such process, not running\n"
 	"hugezero, permission denied, another hugezero version, or the process exited.\n";
@@ -145,9 +150,14 @@ static int find_header(struct target *t)
 	return -ENOENT;
 }
 
-/* The header found, checked against this tool's idea of the counters.
- * Returns 0 or the exit status after saying why. */
-static int open_target(struct target *t)
+/* What locate finds besides errno values. */
+#define LAYOUT_DIFFERS (-10000) /* another header layout */
+#define TABLE_DIFFERS (-10001)  /* another counter table */
+
+/* The header found, checked against this tool's idea of the counters:
+ * 0, LAYOUT_DIFFERS, TABLE_DIFFERS, -ENOENT (no header), -ESRCH (no such
+ * process, or a zombie), -EACCES or -EPERM, or another errno value. */
+static int locate(struct target *t)
 {
 	int ret = find_header(t);
 
@@ -155,50 +165,54 @@ static int open_target(struct target *t)
 		char state = '?';
 		int gone = hz_prim_process_state(t->pid, &state);
 
-		if (gone == -ESRCH) {
-			fprintf(stderr, "hugezero stats: no process %d\n", (int)t->pid);
-			return 1;
-		}
-		if (gone == 0 && state == 'Z') {
-			fprintf(stderr, "hugezero stats: process %d has exited (its parent has "
-				"not reaped it yet)\n", (int)t->pid);
-			return 1;
-		}
+		if (gone == -ESRCH || (gone == 0 && state == 'Z'))
+			return -ESRCH;
 	}
-	if (ret == -EACCES || ret == -EPERM)
-		return refuse_access(t->pid);
-	if (ret == -ENOENT) {
-		fprintf(stderr,
-			"hugezero stats: process %d does not run hugezero (no hugezero stats in\n"
-			"its memory: not started under libhugezero-preload.so, HUGEZERO_DISABLE=1,\n"
-			"or a hugezero from before live stats)\n", (int)t->pid);
-		return 1;
-	}
-	if (ret != 0) {
-		fprintf(stderr, "hugezero stats: cannot read process %d: %s\n", (int)t->pid,
-			strerror(-ret));
-		return 1;
-	}
+	if (ret != 0)
+		return ret;
 	t->header.version[sizeof(t->header.version) - 1] = '\0';
 	t->header.exec_mode[sizeof(t->header.exec_mode) - 1] = '\0';
 	if (t->header.layout != HZ_STATS_LAYOUT ||
-	    t->header.header_size != sizeof(struct hz_stats_header)) {
+	    t->header.header_size != sizeof(struct hz_stats_header))
+		return LAYOUT_DIFFERS;
+	if (t->header.table_hash != hz_stats_table_hash() ||
+	    t->header.counters_size != sizeof(struct hz_stats))
+		return TABLE_DIFFERS;
+	return 0;
+}
+
+/* Says why locate failed; returns the exit status. */
+static int explain(const struct target *t, int ret)
+{
+	int pid = (int)t->pid;
+	char state = '?';
+
+	if (ret == -ESRCH && hz_prim_process_state(t->pid, &state) == 0 && state == 'Z')
+		fprintf(stderr, "hugezero stats: process %d has exited (its parent has not "
+			"reaped it yet)\n", pid);
+	else if (ret == -ESRCH)
+		fprintf(stderr, "hugezero stats: no process %d\n", pid);
+	else if (ret == -EACCES || ret == -EPERM)
+		return refuse_access(t->pid);
+	else if (ret == -ENOENT)
+		fprintf(stderr,
+			"hugezero stats: process %d does not run hugezero (no hugezero stats in\n"
+			"its memory: not started under libhugezero-preload.so, HUGEZERO_DISABLE=1,\n"
+			"or a hugezero from before live stats)\n", pid);
+	else if (ret == LAYOUT_DIFFERS)
 		fprintf(stderr,
 			"hugezero stats: process %d runs a hugezero whose stats header has layout %u;\n"
 			"this hugezero %s reads layout %u: use the hugezero command of the version\n"
-			"the process runs\n", (int)t->pid, t->header.layout, hz_version(),
-			HZ_STATS_LAYOUT);
-		return 1;
-	}
-	if (t->header.table_hash != hz_stats_table_hash() ||
-	    t->header.counters_size != sizeof(struct hz_stats)) {
+			"the process runs\n", pid, t->header.layout, hz_version(), HZ_STATS_LAYOUT);
+	else if (ret == TABLE_DIFFERS)
 		fprintf(stderr,
 			"hugezero stats: process %d runs hugezero %s, whose counters differ from\n"
 			"those of this hugezero %s: use the hugezero command of version %s\n",
-			(int)t->pid, t->header.version, hz_version(), t->header.version);
-		return 1;
-	}
-	return 0;
+			pid, t->header.version, hz_version(), t->header.version);
+	else
+		fprintf(stderr, "hugezero stats: cannot read process %d: %s\n", pid,
+			strerror(-ret));
+	return 1;
 }
 
 /* The counters now. Each is an aligned 8-byte word that the library
@@ -363,6 +377,65 @@ static int parse_seconds(const char *arg, double *out)
 	return 0;
 }
 
+/* ---- no PID: the processes that run hugezero ---- */
+
+struct listing {
+	pid_t self;
+	unsigned shown, denied;
+};
+
+static double mib(uint64_t bytes)
+{
+	return (double)bytes / (1 << 20);
+}
+
+static int list_one(pid_t pid, void *arg)
+{
+	struct listing *l = arg;
+	struct target t = { .pid = pid };
+	static struct hz_stats s;
+	char name[64] = "?";
+	uint64_t huge = 0;
+	int ret = pid == l->self ? -ENOENT : locate(&t);
+
+	if (ret == -EACCES || ret == -EPERM)
+		l->denied++;
+	if (ret != 0 && ret != LAYOUT_DIFFERS && ret != TABLE_DIFFERS)
+		return 0;
+	hz_prim_process_name(pid, name, sizeof(name));
+	if (l->shown++ == 0)
+		printf("%8s %10s %10s %10s  %s\n", "PID", "LIVE_MiB", "CACHE_MiB", "HUGE_MiB",
+		       "COMMAND");
+	if (ret != 0 || sample(&t, &s) != 0) {
+		printf("%8d %10s %10s %10s  %s (hugezero %s: another version)\n", (int)pid, "-",
+		       "-", "-", name, ret == TABLE_DIFFERS ? t.header.version : "?");
+		return 0;
+	}
+	for (unsigned b = 0; b < HZ_BACKING_COUNT; b++)
+		huge += b == HZ_BACKING_SMALL ? 0 : s.bytes[b];
+	printf("%8d %10.1f %10.1f %10.1f  %s\n", (int)pid, mib(s.live_bytes),
+	       mib(s.cache_bytes), mib(huge), name);
+	return 0;
+}
+
+static int list_processes(void)
+{
+	struct listing l = { .self = getpid() };
+	int ret = hz_prim_each_process(list_one, &l);
+
+	if (ret < 0) {
+		fprintf(stderr, "hugezero stats: cannot list /proc: %s\n", strerror(-ret));
+		return 1;
+	}
+	if (l.shown == 0)
+		printf("no process%s runs hugezero\n", l.denied ? " you may read" : "");
+	if (l.denied)
+		fprintf(stderr, "hugezero stats: skipped %u process%s this user may not read%s\n",
+			l.denied, l.denied == 1 ? "" : "es",
+			geteuid() == 0 ? "" : " (root may)");
+	return 0;
+}
+
 int hz_cmd_stats(int argc, char **argv)
 {
 	struct target t = { 0 };
@@ -392,13 +465,15 @@ int hz_cmd_stats(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (!have_pid) {
-		fprintf(stderr, "hugezero stats: which process? give its PID\n%s", usage_stats);
+	if (!have_pid && (json || watching)) {
+		fprintf(stderr, "hugezero stats: --json and --watch need a PID\n%s", usage_stats);
 		return EXIT_USAGE;
 	}
-	ret = open_target(&t);
+	if (!have_pid)
+		return list_processes();
+	ret = locate(&t);
 	if (ret != 0)
-		return ret;
+		return explain(&t, ret);
 	if (watching)
 		return watch(&t, json, seconds);
 	{

@@ -107,6 +107,16 @@ int hz_prim_open_pagemap(pid_t pid);
  * another negative errno value. For the hugezero command. */
 int hz_prim_process_state(pid_t pid, char *state);
 
+/* The command name of process pid (/proc/PID/comm, without its newline),
+ * cut to size - 1 bytes. Returns 0 or a negative errno value. */
+int hz_prim_process_name(pid_t pid, char *name, size_t size);
+
+/* Call fn for the pid of every process in /proc, in directory order, until
+ * it returns non-zero; returns that, 0 at the end, or a negative errno
+ * value when /proc cannot be listed. Allocates (opendir): for the hugezero
+ * command, never inside a host program. */
+int hz_prim_each_process(int (*fn)(pid_t pid, void *arg), void *arg);
+
 /* Open /proc/kpageflags (root only: 0400). */
 int hz_prim_open_kpageflags(void);
 

@@ -54,7 +54,6 @@ start_target() {
 check "--help lists stats" bash -c "'$hz' --help | grep -q 'stats \[--json\]'"
 check "stats --help exits 0 and documents --json and --watch" \
 	bash -c "'$hz' stats --help | grep -q -- '--json' && '$hz' stats --help | grep -q -- '--watch \[SECONDS\]'"
-check "stats without a PID is a usage error (2)" [ "$(status_of "$hz" stats)" = 2 ]
 check "stats of something not a PID is a usage error (2)" [ "$(status_of "$hz" stats abc)" = 2 ]
 check "stats with an unknown option is a usage error (2)" [ "$(status_of "$hz" stats --frob 1)" = 2 ]
 
@@ -91,6 +90,12 @@ if command -v python3 >/dev/null; then
 else
 	echo "SKIP: JSON syntax check (no python3)"
 fi
+
+timeout 20 "$hz" stats >"$tmp/list" 2>/dev/null
+check "stats without a PID exits 0" [ $? = 0 ]
+check "stats without a PID lists the process: pid, live MiB, ..., command" \
+	grep -Eq "^ *$live +112\.0 +[0-9.]+ +[0-9.]+  stats_target\$" "$tmp/list"
+check "--json without a PID is a usage error (2)" [ "$(status_of "$hz" stats --json)" = 2 ]
 
 timeout 1.5 "$hz" stats --watch 0.2 "$live" >"$tmp/watch" 2>&1
 check "--watch SECONDS runs until stopped (timeout's 124)" [ $? = 124 ]
