@@ -2,7 +2,7 @@
  *
  *   hugezero run [OPTIONS] [--] CMD [ARGS...]
  *   hugezero status
- *   hugezero stats [--json] [--watch [SECONDS]] PID
+ *   hugezero stats [--json] [--watch [SECONDS]] [PID]
  *   hugezero --version | --help
  *
  * Exit status: the command's own for `run`; 0 success; 2 usage error;
@@ -32,8 +32,8 @@ static const char usage_main[] =
 	"commands:\n"
 	"  run [OPTIONS] [--] CMD [ARGS...]  run CMD with libhugezero-preload.so\n"
 	"  status                            kernel, huge pages, CPU and options, with advice\n"
-	"  stats [--json] [--watch [SECONDS]] PID\n"
-	"                                    the exit report of a running process, now\n"
+	"  stats [--json] [--watch [SECONDS]] [PID]\n"
+	"                                    a running process's exit report, now; no PID: list\n"
 	"  bench [quick|full]                hugezero against glibc on this machine\n"
 	"  folios [PID|self] [--all] [--json]  executable text by folio size\n"
 	"  prewarm FILE...                   read files' text into large folios\n"
