@@ -88,35 +88,40 @@ void hz_stats_snapshot(struct hz_stats *out)
 		to[i] = __atomic_load_n(&from[i], __ATOMIC_RELAXED);
 }
 
-/* FNV-1a, 64 bits: a layout check, not a defence. */
-static uint64_t fnv(uint64_t h, const void *data, size_t len)
+/* FNV-1a, 64 bits, over each value's 8 bytes and each string with its
+ * NUL: a layout check, not a defence. */
+static uint64_t fnv_u64(uint64_t h, uint64_t v)
 {
-	const unsigned char *p = data;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
+	for (unsigned i = 0; i < 8; i++)
+		h = (h ^ ((v >> (8 * i)) & 0xff)) * 0x100000001b3ull;
 	return h;
 }
 
 static uint64_t fnv_str(uint64_t h, const char *s)
 {
-	return s ? fnv(h, s, strlen(s) + 1) : fnv(h, "", 1);
+	const char *p = s;
+
+	if (p == NULL) /* a JSON-only row: not the same as "" */
+		return (h ^ 0x100) * 0x100000001b3ull;
+	do
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+	while (*p++ != '\0');
+	return h;
 }
 
 uint64_t hz_stats_table_hash(void)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
-	const uint32_t sizes[] = { (uint32_t)sizeof(struct hz_stats), HZ_BACKING_COUNT,
-				   HZ_FB_COUNT };
 
-	h = fnv(h, sizes, sizeof(sizes));
+	h = fnv_u64(h, sizeof(struct hz_stats));
+	h = fnv_u64(h, HZ_BACKING_COUNT);
+	h = fnv_u64(h, HZ_FB_COUNT);
 	for (unsigned i = 0; i < hz_stat_row_count; i++) {
 		const struct hz_stat_row *r = &hz_stat_rows[i];
-		const unsigned char kind[] = { r->kind, r->group, r->type, r->unit };
-		const unsigned short at[] = { r->at, r->at2 };
 
-		h = fnv(h, kind, sizeof(kind));
-		h = fnv(h, at, sizeof(at));
+		h = fnv_u64(h, (uint64_t)r->kind | (uint64_t)r->group << 8 |
+				       (uint64_t)r->type << 16 | (uint64_t)r->unit << 24 |
+				       (uint64_t)r->at << 32 | (uint64_t)r->at2 << 48);
 		h = fnv_str(h, r->key);
 		h = fnv_str(h, r->text);
 	}
