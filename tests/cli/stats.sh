@@ -13,7 +13,7 @@ tmp=$(mktemp -d)
 pids=()
 
 cleanup() {
-	exec 3>&- 4>&- 2>/dev/null
+	exec 3>&- 4>&- 5>&- 2>/dev/null
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	rm -rf "$tmp"
@@ -97,11 +97,11 @@ check "stats without a PID lists the process: pid, live MiB, ..., command" \
 	grep -Eq "^ *$live +112\.0 +[0-9.]+ +[0-9.]+  stats_target\$" "$tmp/list"
 check "--json without a PID is a usage error (2)" [ "$(status_of "$hz" stats --json)" = 2 ]
 
-timeout 1.5 "$hz" stats --watch 0.2 "$live" >"$tmp/watch" 2>&1
+timeout 2.5 "$hz" stats --watch 0.2 "$live" >"$tmp/watch" 2>&1
 check "--watch SECONDS runs until stopped (timeout's 124)" [ $? = 124 ]
 check "--watch prints a report per sample and what changed between" \
 	bash -c "[ \$(grep -c 'stats for pid $live' '$tmp/watch') -ge 3 ] &&
-		grep -q 'nothing changed in the last 0.[0-9] s' '$tmp/watch'"
+		grep -Eq '^hugezero:   (nothing changed )?in the last 0\.[0-9] s' '$tmp/watch'"
 timeout 1.5 "$hz" stats --json --watch "$live" >"$tmp/watchjson" 2>&1
 check "--json --watch (default interval) prints JSON objects" \
 	bash -c "[ \$(grep -c '^{\"pid\": $live' '$tmp/watchjson') -ge 1 ]"
@@ -139,6 +139,17 @@ if start_target 4 other-layout; then
 	exec 4>&-
 else
 	echo "FAIL: the other-layout target"
+	failed=$((failed + 1))
+fi
+
+if start_target 5 other-table; then
+	timeout 20 "$hz" stats "$pid" >"$tmp/table" 2>&1
+	check "another version's counters: exit status 1" [ $? = 1 ]
+	check "another version's counters: names both versions" \
+		grep -q "process $pid runs hugezero 9.8.7, whose counters differ from" "$tmp/table"
+	exec 5>&-
+else
+	echo "FAIL: the other-table target"
 	failed=$((failed + 1))
 fi
 

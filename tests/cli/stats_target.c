@@ -7,6 +7,9 @@
  *   stats_target other-layout
  *                           first raises the layout number in its own stats
  *                           header, so the tool sees another version's
+ *   stats_target other-table
+ *                           first changes the table hash (and the version
+ *                           string): another version's counters
  *
  * It finds its header as the tool does without mapping names: the magic at
  * the start of a page of libhugezero's writable mappings (or the anonymous
@@ -68,14 +71,19 @@ int main(int argc, char **argv)
 	}
 	free(blocks[0]);
 	blocks[0] = malloc(32 * MIB); /* from the cache */
-	if (argc > 1 && strcmp(argv[1], "other-layout") == 0) {
+	if (argc > 1) {
 		struct hz_stats_header *h = find_header();
 
 		if (h == NULL) {
 			fprintf(stderr, "stats_target: no stats header of our own\n");
 			return 1;
 		}
-		h->layout++;
+		if (strcmp(argv[1], "other-layout") == 0) {
+			h->layout++;
+		} else {
+			h->table_hash++;
+			snprintf(h->version, sizeof(h->version), "9.8.7");
+		}
 	}
 	printf("ready\n");
 	fflush(stdout);
