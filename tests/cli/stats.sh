@@ -39,7 +39,7 @@ start_target() {
 	local fd=$1 mode=${2:-}
 	rm -f "$tmp/ctl$fd" "$tmp/ready$fd"
 	mkfifo "$tmp/ctl$fd"
-	"$hz" run "$target" $mode <"$tmp/ctl$fd" >"$tmp/ready$fd" 2>"$tmp/err$fd" &
+	"$hz" run "$target" ${mode:+"$mode"} <"$tmp/ctl$fd" >"$tmp/ready$fd" 2>"$tmp/err$fd" &
 	pid=$!
 	pids+=("$pid")
 	eval "exec $fd>\"$tmp/ctl$fd\""

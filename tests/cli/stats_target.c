@@ -59,9 +59,13 @@ static struct hz_stats_header *find_header(void)
 	return found;
 }
 
+/* volatile: the allocations must happen (clang removes a malloc whose
+ * memory nothing reads). */
+static char *volatile blocks[4];
+
 int main(int argc, char **argv)
 {
-	char *blocks[4], c;
+	char c;
 
 	for (int i = 0; i < 4; i++) {
 		blocks[i] = i == 3 ? calloc(1, 16 * MIB) : malloc(32 * MIB);
