@@ -65,10 +65,14 @@ live=$pid
 timeout 20 "$hz" stats "$live" >"$tmp/text" 2>&1
 check "stats PID of a process under the preload exits 0" [ $? = 0 ]
 check "the text report names the pid" grep -qx "hugezero: stats for pid $live" "$tmp/text"
-check "the text report counts the large requests (5), the calloc and the reuse" \
+before=$failed
+# The block freed and asked for again is reused unless the pre-zero thread
+# still holds it (a busy machine): reused + fresh is what is sure.
+check "the text report counts the large requests (5), the calloc, reused + fresh" \
 	bash -c "grep -q 'large requests  5 served, peak 112.0 MiB live' '$tmp/text' &&
 		grep -q 'calloc          1 calls, 16.0 MiB' '$tmp/text' &&
-		grep -q 'recycling       1 reused, 4 fresh' '$tmp/text'"
+		grep -Eq 'recycling       (1 reused, 4|0 reused, 5) fresh' '$tmp/text'"
+[ "$failed" = "$before" ] || { echo "the report:"; cat "$tmp/text"; }
 # The same report as the exit summary: the same lines, each with its heading
 # (the exit report adds the exec folio lines, a scan of its own page tables).
 HUGEZERO_STATS=1 "$hz" run "$target" </dev/null 2>&1 >/dev/null |
@@ -80,11 +84,13 @@ check "the text report has the exit report's lines, in order" \
 
 timeout 20 "$hz" stats --json "$live" >"$tmp/json" 2>&1
 check "stats --json exits 0" [ $? = 0 ]
+before=$failed
 check "the JSON has the pid and the counters that are not 0" \
 	bash -c "grep -q '^{\"pid\": $live, \"large_requests\": 5, \"peak_bytes\": 117440512' '$tmp/json' &&
 		grep -q '\"callocs\": 1, \"calloc_bytes\": 16777216' '$tmp/json' &&
-		grep -q '\"cache_hits\": 1, \"cache_misses\": 4' '$tmp/json' &&
+		grep -Eq '\"cache_hits\": (1, \"cache_misses\": 4|0, \"cache_misses\": 5)' '$tmp/json' &&
 		grep -q '\"exec\": {\"mode\": \"' '$tmp/json'"
+[ "$failed" = "$before" ] || { echo "the JSON:"; cat "$tmp/json"; }
 if command -v python3 >/dev/null; then
 	check "the JSON parses" python3 -c "import json, sys; json.load(open('$tmp/json'))"
 else
