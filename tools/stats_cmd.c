@@ -75,6 +75,13 @@ static const char *base_name(const char *path)
 
 static int refuse_access(pid_t pid)
 {
+	if (geteuid() == 0) {
+		fprintf(stderr,
+			"hugezero stats: permission denied reading process %d, even as root: this\n"
+			"process lacks CAP_SYS_PTRACE over it (another user namespace or container,\n"
+			"or a security module); run this inside the process's container\n", (int)pid);
+		return 1;
+	}
 	fprintf(stderr,
 		"hugezero stats: permission denied reading process %d: the kernel lets only\n"
 		"its user (when it is not set-uid or made undumpable) or root read another\n"
@@ -364,6 +371,8 @@ static int parse_pid(const char *arg, pid_t *pid)
 	return 0;
 }
 
+/* 1 when arg is a number (*out set), 0 when it is not; -1 when it is a
+ * number out of range (said). */
 static int parse_seconds(const char *arg, double *out)
 {
 	char *end;
@@ -371,10 +380,14 @@ static int parse_seconds(const char *arg, double *out)
 
 	errno = 0;
 	v = strtod(arg, &end);
-	if (errno || end == arg || *end || !isfinite(v) || v < 0.01 || v > 86400)
+	if (end == arg || *end)
+		return 0;
+	if (errno || !isfinite(v) || v < 0.01 || v > 86400) {
+		fprintf(stderr, "hugezero stats: --watch %s: SECONDS is 0.01 to 86400\n", arg);
 		return -1;
+	}
 	*out = v;
-	return 0;
+	return 1;
 }
 
 /* ---- no PID: the processes that run hugezero ---- */
@@ -455,8 +468,13 @@ int hz_cmd_stats(int argc, char **argv)
 			watching = true;
 			/* SECONDS is optional: a number that is not the last
 			 * argument (which is the PID). */
-			if (i + 2 < argc || (i + 1 < argc && have_pid))
-				i += parse_seconds(argv[i + 1], &seconds) == 0;
+			if (i + 2 < argc || (i + 1 < argc && have_pid)) {
+				int n = parse_seconds(argv[i + 1], &seconds);
+
+				if (n < 0)
+					return EXIT_USAGE;
+				i += n;
+			}
 		} else if (a[0] != '-' && !have_pid && parse_pid(a, &t.pid) == 0) {
 			have_pid = true;
 		} else {

@@ -103,6 +103,8 @@ check "stats without a PID lists the process: pid, live MiB, ..., command" \
 	grep -Eq "^ *$live +112\.0 +[0-9.]+ +[0-9.]+  stats_target\$" "$tmp/list"
 check "--json without a PID is a usage error (2)" [ "$(status_of "$hz" stats --json)" = 2 ]
 
+check "--watch with SECONDS out of range is a usage error (2)" \
+	[ "$(status_of "$hz" stats --watch 0 "$live")" = 2 ]
 timeout 2.5 "$hz" stats --watch 0.2 "$live" >"$tmp/watch" 2>&1
 check "--watch SECONDS runs until stopped (timeout's 124)" [ $? = 124 ]
 check "--watch prints a report per sample and what changed between" \
