@@ -360,6 +360,11 @@ void hz_report_keep_stderr(void)
 		report_fd = fd;
 }
 
+void hz_report_publish(void)
+{
+	hz_stats_publish(hz_exec_mode_name(hz_exec_mode()));
+}
+
 void hz_report_exit(void)
 {
 	const char *file = hz_option_str(HZ_OPT_STATS_FILE);

@@ -33,6 +33,11 @@ size_t hz_report_format(enum hz_report_form form, const struct hz_stats *s,
  * shared-library destructors. Call once at start-up. */
 void hz_report_keep_stderr(void);
 
+/* Make the counters readable from outside (`hugezero stats PID`): fills
+ * the stats header with this process's facts. Call once at start-up, after
+ * the exec mode is known. */
+void hz_report_publish(void);
+
 /* Write the report HUGEZERO_STATS / HUGEZERO_STATS_FILE ask for, if any. */
 void hz_report_exit(void);
 

@@ -3,8 +3,22 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
+
+#include "prim/os.h"
+#include "prim/prim.h"
 
 struct hz_stats hz_stats;
+
+/* The header alone in its 4 KiB, page-aligned: in a shared library's .bss
+ * that is past the last file-backed page, so in the anonymous mapping the
+ * loader adds for .bss, which prctl can name (it refuses file mappings).
+ * The counters stay in hz_stats: moving them here would change nothing for
+ * their cost, but every user names hz_stats. */
+static union {
+	struct hz_stats_header header;
+	char page[HZ_STATS_PAGE];
+} stats_page __attribute__((aligned(HZ_STATS_PAGE)));
 
 /* hz_stats_snapshot and hz_stats_value read the struct as an array of
  * counters. */
@@ -72,4 +86,85 @@ void hz_stats_snapshot(struct hz_stats *out)
 
 	for (size_t i = 0; i < sizeof(hz_stats) / sizeof(uint64_t); i++)
 		to[i] = __atomic_load_n(&from[i], __ATOMIC_RELAXED);
+}
+
+/* FNV-1a, 64 bits, over each value's 8 bytes and each string with its
+ * NUL: a layout check, not a defence. */
+static uint64_t fnv_u64(uint64_t h, uint64_t v)
+{
+	for (unsigned i = 0; i < 8; i++)
+		h = (h ^ ((v >> (8 * i)) & 0xff)) * 0x100000001b3ull;
+	return h;
+}
+
+static uint64_t fnv_str(uint64_t h, const char *s)
+{
+	const char *p = s;
+
+	if (p == NULL) /* a JSON-only row: not the same as "" */
+		return (h ^ 0x100) * 0x100000001b3ull;
+	do
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+	while (*p++ != '\0');
+	return h;
+}
+
+uint64_t hz_stats_table_hash(void)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	h = fnv_u64(h, sizeof(struct hz_stats));
+	h = fnv_u64(h, HZ_BACKING_COUNT);
+	h = fnv_u64(h, HZ_FB_COUNT);
+	for (unsigned i = 0; i < hz_stat_row_count; i++) {
+		const struct hz_stat_row *r = &hz_stat_rows[i];
+
+		h = fnv_u64(h, (uint64_t)r->kind | (uint64_t)r->group << 8 |
+				       (uint64_t)r->type << 16 | (uint64_t)r->unit << 24 |
+				       (uint64_t)r->at << 32 | (uint64_t)r->at2 << 48);
+		h = fnv_str(h, r->key);
+		h = fnv_str(h, r->text);
+	}
+	for (unsigned f = 0; f < HZ_FB_COUNT; f++)
+		h = fnv_str(h, fallback_names[f]);
+	return h;
+}
+
+static void copy_str(char *to, size_t size, const char *from)
+{
+	size_t n = from ? strlen(from) : 0;
+
+	n = n < size - 1 ? n : size - 1;
+	memcpy(to, from ? from : "", n);
+	to[n] = '\0';
+}
+
+void hz_stats_publish(const char *exec_mode)
+{
+	struct hz_stats_header *h = &stats_page.header;
+	size_t page = hz_os_page_size();
+	uintptr_t start = (uintptr_t)&stats_page & ~(uintptr_t)(page - 1);
+	uintptr_t end = ((uintptr_t)&stats_page + sizeof(stats_page) + page - 1) &
+			~(uintptr_t)(page - 1);
+
+	if (__atomic_load_n(&h->magic, __ATOMIC_RELAXED) == HZ_STATS_MAGIC)
+		return;
+	h->layout = HZ_STATS_LAYOUT;
+	h->header_size = (uint32_t)sizeof(*h);
+	h->self = (uint64_t)(uintptr_t)h;
+	h->counters = (uint64_t)(uintptr_t)&hz_stats;
+	h->counters_size = sizeof(hz_stats);
+	h->table_hash = hz_stats_table_hash();
+	h->pid = (int64_t)hz_prim_getpid();
+	copy_str(h->version, sizeof(h->version), HZ_VERSION);
+	copy_str(h->exec_mode, sizeof(h->exec_mode), exec_mode);
+	/* Release: a reader that sees the magic sees the fields (it reads
+	 * through the kernel, which copies in address order on one CPU; the
+	 * release orders the writes for it all the same). */
+	__atomic_store_n(&h->magic, HZ_STATS_MAGIC, __ATOMIC_RELEASE);
+	/* Without CONFIG_ANON_VMA_NAME this fails (EINVAL), and where pages
+	 * are larger than 4 KiB the page may hold .data too (EBADF): the
+	 * reader then finds the header by its magic (tools/stats_cmd.c). A name on
+	 * a larger page also covers its neighbours: only a name. */
+	(void)hz_prim_name_mapping((void *)start, end - start, HZ_STATS_MAPPING_NAME);
 }

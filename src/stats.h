@@ -64,6 +64,45 @@ void hz_stats_snapshot(struct hz_stats *out);
 /* The JSON key of a fallback reason ("hugetlb_pool_short"), "?" if none. */
 const char *hz_fallback_name(enum hz_fallback f);
 
+/* ---- the live page, for `hugezero stats PID` ---- */
+
+/* "HZSTATS1" read as a little-endian word: how another process recognises
+ * the header (tools/stats_cmd.c). */
+#define HZ_STATS_MAGIC 0x3153544154535a48ull
+/* The header's own layout: raise it when a field below changes. A change of
+ * the counters is caught by table_hash instead. */
+#define HZ_STATS_LAYOUT 1u
+/* The header sits at the start of a page-aligned 4 KiB block of its own,
+ * named "hugezero-stats" where the kernel names mappings. */
+#define HZ_STATS_PAGE 4096u
+#define HZ_STATS_MAPPING_NAME "hugezero-stats"
+
+/* What another process needs to read the counters: where they are, and
+ * whether its own idea of them is the same (the same stats.def). Written
+ * once at start-up, magic last; a fork child inherits the parent's. */
+struct hz_stats_header {
+	uint64_t magic;         /* HZ_STATS_MAGIC, once the rest is written */
+	uint32_t layout;        /* HZ_STATS_LAYOUT */
+	uint32_t header_size;   /* sizeof(struct hz_stats_header) */
+	uint64_t self;          /* this header's address in its process */
+	uint64_t counters;      /* the address of hz_stats */
+	uint64_t counters_size; /* sizeof(struct hz_stats) */
+	uint64_t table_hash;    /* hz_stats_table_hash() */
+	int64_t pid;            /* the process that started hugezero */
+	char version[32];       /* the library's version ("0.1.0") */
+	char exec_mode[16];     /* HUGEZERO_EXEC in effect ("off", "advise"...) */
+};
+
+/* Fill the header and name its page: once, at start-up. exec_mode is
+ * HUGEZERO_EXEC's word. Costs one prctl, allocates nothing, and never
+ * touches a counter: the counters stay where they are. */
+void hz_stats_publish(const char *exec_mode);
+
+/* A hash of the counter table (keys, kinds and offsets, in order), the
+ * fallback names and the array lengths: equal in two builds only if they
+ * lay out and name the counters alike. */
+uint64_t hz_stats_table_hash(void);
+
 /* ---- the table, for the reports ---- */
 
 enum hz_stat_kind {

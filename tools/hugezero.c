@@ -2,6 +2,7 @@
  *
  *   hugezero run [OPTIONS] [--] CMD [ARGS...]
  *   hugezero status
+ *   hugezero stats [--json] [--watch [SECONDS]] [PID]
  *   hugezero --version | --help
  *
  * Exit status: the command's own for `run`; 0 success; 2 usage error;
@@ -21,6 +22,7 @@
 #include "prim/features.h"
 #include "prim/prim.h"
 #include "quickbench.h"
+#include "stats_cmd.h"
 
 #define EXIT_USAGE 2
 
@@ -30,6 +32,8 @@ static const char usage_main[] =
 	"commands:\n"
 	"  run [OPTIONS] [--] CMD [ARGS...]  run CMD with libhugezero-preload.so\n"
 	"  status                            kernel, huge pages, CPU and options, with advice\n"
+	"  stats [--json] [--watch [SECONDS]] [PID]\n"
+	"                                    a running process's exit report, now; no PID: list\n"
 	"  bench [quick|full]                hugezero against glibc on this machine\n"
 	"  folios [PID|self] [--all] [--json]  executable text by folio size\n"
 	"  prewarm FILE...                   read files' text into large folios\n"
@@ -488,6 +492,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (strcmp(argv[1], "status") == 0)
 		return cmd_status(argc - 1, argv + 1);
+	if (strcmp(argv[1], "stats") == 0)
+		return hz_cmd_stats(argc - 1, argv + 1);
 	if (strcmp(argv[1], "bench") == 0)
 		return cmd_bench(argc - 1, argv + 1);
 	if (strcmp(argv[1], "folios") == 0)

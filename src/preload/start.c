@@ -111,6 +111,7 @@ static void start(hz_resolve_fn resolve)
 	/* The exit report is written whatever becomes of the reservation:
 	 * HUGEZERO_STATS_FILE users get a file either way. */
 	hz_report_keep_stderr();
+	hz_report_publish();
 	__atomic_store_n(&reporting, 1, __ATOMIC_RELEASE);
 	ret = hz_blocks_init();
 	if (ret != 0 && hz_blocks_reservation_size() == 0) {

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/sysinfo.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -171,6 +172,17 @@ int hz_prim_name_mapping(void *addr, size_t len, const char *name)
 		return err;
 	return (int)SYSCALL(SYS_prctl, PR_SET_VMA, PR_SET_VMA_ANON_NAME,
 			    (unsigned long)addr, len, (unsigned long)name);
+}
+
+int hz_prim_read_process(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { .iov_base = buf, .iov_len = len };
+	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
+	long n = SYSCALL(SYS_process_vm_readv, pid, &local, 1UL, &remote, 1UL, 0UL);
+
+	if (n < 0)
+		return (int)n;
+	return (size_t)n == len ? 0 : -EFAULT;
 }
 
 int hz_prim_thp_disable_flags(void)

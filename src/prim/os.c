@@ -3,6 +3,7 @@
 #define HZ_OS_TESTING /* hz_os_reload is defined here */
 #include "os.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -227,6 +228,55 @@ int hz_prim_open_maps(pid_t pid, bool smaps)
 int hz_prim_open_pagemap(pid_t pid)
 {
 	return open_proc(pid, "pagemap");
+}
+
+int hz_prim_process_state(pid_t pid, char *state)
+{
+	char path[40], buf[512];
+	const char *paren;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (hz_prim_read_file(path, buf, sizeof(buf)) <= 0)
+		return -ESRCH;
+	/* "pid (comm) S ...": comm may hold spaces and parentheses. */
+	paren = strrchr(buf, ')');
+	if (paren == NULL || paren[1] != ' ' || paren[2] == '\0')
+		return -EINVAL;
+	*state = paren[2];
+	return 0;
+}
+
+int hz_prim_process_name(pid_t pid, char *name, size_t size)
+{
+	char path[40];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	n = hz_prim_read_file(path, name, size);
+	if (n < 0)
+		return (int)n;
+	if (n > 0 && name[n - 1] == '\n')
+		name[n - 1] = '\0';
+	return 0;
+}
+
+int hz_prim_each_process(int (*fn)(pid_t pid, void *arg), void *arg)
+{
+	DIR *dir = opendir("/proc");
+	struct dirent *e;
+	int ret = 0;
+
+	if (dir == NULL)
+		return -errno;
+	while (ret == 0 && (e = readdir(dir)) != NULL) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+
+		if (end != e->d_name && *end == '\0' && pid > 0)
+			ret = fn((pid_t)pid, arg);
+	}
+	closedir(dir);
+	return ret;
 }
 
 int hz_prim_open_kpageflags(void)

@@ -46,6 +46,13 @@ int hz_prim_lower_thread_priority(void);
  * before 5.17 or without CONFIG_ANON_VMA_NAME return -EINVAL. */
 int hz_prim_name_mapping(void *addr, size_t len, const char *name);
 
+/* Copy len bytes at addr in process pid into buf with process_vm_readv:
+ * the kernel's ptrace access check decides (the same user, not dumpable-
+ * protected, or CAP_SYS_PTRACE). Returns 0, -ESRCH (no such process),
+ * -EPERM, -EFAULT (not mapped there, or a short copy) or another negative
+ * errno value. For the hugezero command; the library never calls it. */
+int hz_prim_read_process(pid_t pid, uint64_t addr, void *buf, size_t len);
+
 /* The process's PR_GET_THP_DISABLE value: 0; 1 when THP is disabled for
  * every mapping (prctl(PR_SET_THP_DISABLE), inherited across fork and
  * exec); 3 when disabled except for MADV_HUGEPAGE regions (Linux 6.18's
@@ -94,6 +101,21 @@ int hz_prim_open_read(const char *path);
  * are in os.c.) */
 int hz_prim_open_maps(pid_t pid, bool smaps);
 int hz_prim_open_pagemap(pid_t pid);
+
+/* The state letter of process pid ("R", "S", "Z" for a zombie... of
+ * /proc/PID/stat). Returns 0, -ESRCH when there is no such process, or
+ * another negative errno value. For the hugezero command. */
+int hz_prim_process_state(pid_t pid, char *state);
+
+/* The command name of process pid (/proc/PID/comm, without its newline),
+ * cut to size - 1 bytes. Returns 0 or a negative errno value. */
+int hz_prim_process_name(pid_t pid, char *name, size_t size);
+
+/* Call fn for the pid of every process in /proc, in directory order, until
+ * it returns non-zero; returns that, 0 at the end, or a negative errno
+ * value when /proc cannot be listed. Allocates (opendir): for the hugezero
+ * command, never inside a host program. */
+int hz_prim_each_process(int (*fn)(pid_t pid, void *arg), void *arg);
 
 /* Open /proc/kpageflags (root only: 0400). */
 int hz_prim_open_kpageflags(void);

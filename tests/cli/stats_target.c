@@ -1,0 +1,99 @@
+/* A process for `hugezero stats PID` to read (tests/cli.sh): run under the
+ * preload, it makes large blocks of each kind the report counts (malloc,
+ * calloc, one freed and one served again from the cache), prints "ready",
+ * and waits until its stdin closes (a pipe), then exits 0.
+ *
+ *   stats_target            as above
+ *   stats_target other-layout
+ *                           first raises the layout number in its own stats
+ *                           header, so the tool sees another version's
+ *   stats_target other-table
+ *                           first changes the table hash (and the version
+ *                           string): another version's counters
+ *
+ * It finds its header as the tool does without mapping names: the magic at
+ * the start of a page of libhugezero's writable mappings (or the anonymous
+ * one after them), with self pointing there. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "stats.h"
+
+#define MIB (1u << 20)
+
+static struct hz_stats_header *find_header(void)
+{
+	FILE *maps = fopen("/proc/self/maps", "r");
+	char line[1024];
+	uintptr_t lib_end = 0;
+	struct hz_stats_header *found = NULL;
+
+	if (maps == NULL)
+		return NULL;
+	while (!found && fgets(line, sizeof(line), maps)) {
+		uintptr_t start, end;
+		char perms[8] = "", path[512] = "";
+		unsigned long long off, inode;
+		char *base;
+
+		if (sscanf(line, "%lx-%lx %7s %llx %*s %llu %511s", &start, &end, perms, &off,
+			   &inode, path) < 5)
+			continue;
+		base = strrchr(path, '/');
+		base = base ? base + 1 : path;
+		if (perms[1] == 'w' && (strncmp(base, "libhugezero", 11) == 0 ||
+					strcmp(path, "[anon:" HZ_STATS_MAPPING_NAME "]") == 0 ||
+					(path[0] == '\0' && start == lib_end)))
+			for (uintptr_t a = start; a < end && !found; a += HZ_STATS_PAGE) {
+				struct hz_stats_header *h = (struct hz_stats_header *)a;
+
+				if (h->magic == HZ_STATS_MAGIC && h->self == a)
+					found = h;
+			}
+		lib_end = strncmp(base, "libhugezero", 11) == 0 ? end : 0;
+	}
+	fclose(maps);
+	return found;
+}
+
+/* volatile: the allocations must happen (clang removes a malloc whose
+ * memory nothing reads). */
+static char *volatile blocks[4];
+
+int main(int argc, char **argv)
+{
+	char c;
+
+	for (int i = 0; i < 4; i++) {
+		blocks[i] = i == 3 ? calloc(1, 16 * MIB) : malloc(32 * MIB);
+		if (blocks[i] == NULL)
+			return 1;
+		memset(blocks[i], 1, 16 * MIB);
+	}
+	free(blocks[0]);
+	blocks[0] = malloc(32 * MIB); /* from the cache */
+	if (argc > 1) {
+		struct hz_stats_header *h = find_header();
+
+		if (h == NULL) {
+			fprintf(stderr, "stats_target: no stats header of our own\n");
+			return 1;
+		}
+		if (strcmp(argv[1], "other-layout") == 0) {
+			h->layout++;
+		} else {
+			h->table_hash++;
+			snprintf(h->version, sizeof(h->version), "9.8.7");
+		}
+	}
+	printf("ready\n");
+	fflush(stdout);
+	while (read(0, &c, 1) > 0)
+		;
+	for (int i = 0; i < 4; i++)
+		free(blocks[i]);
+	return 0;
+}
