@@ -17,7 +17,9 @@
 
 #include "../log.h"
 #include "../prim/prim.h"
-#include "exec.h"
+#include "../stats.h"
+#include "folios.h"
+#include "prewarm.h"
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22

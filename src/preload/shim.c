@@ -9,7 +9,7 @@
 #include <stdarg.h>
 #include <sys/mman.h>
 
-#include "../exec/exec.h"
+#include "../exec/dlopen.h"
 #include "preload.h"
 
 #define EXPORT __attribute__((visibility("default")))

@@ -8,7 +8,7 @@
 
 #include "../blocks.h"
 #include "../cpu/relax.h"
-#include "../exec/exec.h"
+#include "../exec/start.h"
 #include "../log.h"
 #include "../options.h"
 #include "../recycle.h"

@@ -1,46 +1,34 @@
-/* Applying HUGEZERO_EXEC to the process: at start-up and after each
- * dlopen; its counters and start-up folios for the exit report (report.c).
- * See exec.h. */
-#include "exec.h"
+/* dlopen through hugezero: the file found the way ld.so would, prewarmed
+ * before the real call, and the mode applied to what the call loaded. See
+ * dlopen.h. */
+#include "dlopen.h"
 
 #include <dlfcn.h>
 #include <link.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "../lock.h"
-#include "../log.h"
-#include "../options.h"
-#include "../prim/os.h"
 #include "../prim/prim.h"
-
-/* The text's folios at start-up, for the exit report; text_at_start_set
- * (release) says it is filled. */
-static struct hz_folio_counts text_at_start;
-static int text_at_start_set;
-
-/* 1024 segments: about 500 objects (text is usually one segment each, two
- * with a separate .init/.plt). Objects past that are skipped, with a
- * message. 80 KiB of static memory, only touched when used. */
-#define MAX_SEGMENTS 1024
-
-static struct hz_lock lock = HZ_LOCK_INIT;
-static struct hz_exec_segment segs[MAX_SEGMENTS];
+#include "../stats.h"
+#include "apply.h"
+#include "mode.h"
+#include "prewarm.h"
+#include "segments.h"
 
 /* Serialises hz_exec_dlopen calls (see there). */
 static struct hz_lock dlopen_lock = HZ_LOCK_INIT;
 static __thread bool in_dlopen;
 
-/* A fork while another thread held a lock leaves it held in the child by
- * a thread that does not exist there: free it. When the forking thread
+/* A fork while another thread held the lock leaves it held in the child
+ * by a thread that does not exist there: free it. When the forking thread
  * holds it (fork from a constructor that dlopen runs), it returns through
  * our code and unlocks as usual. */
 static void fork_child(void)
 {
-	if (!hz_lock_held_here(&lock))
-		hz_lock_reset(&lock);
 	if (!hz_lock_held_here(&dlopen_lock))
 		hz_lock_reset(&dlopen_lock);
 }
@@ -51,126 +39,6 @@ static void register_fork_handler(void)
 {
 	pthread_atfork(NULL, NULL, fork_child);
 }
-
-static void remap_object(struct hz_exec_segment *first, unsigned n, size_t unit)
-{
-	struct hz_range moved[16];
-	unsigned count = 0;
-
-	for (unsigned i = 0; i < n; i++) {
-		uint64_t start = hz_prim_now_ns();
-		struct hz_range r;
-
-		if (hz_exec_remap_segment(&first[i], unit, &r) != 0 || hz_range_empty(r)) {
-			hz_exec_stat_add(remap_skipped, 1);
-			continue;
-		}
-		hz_exec_stat_add(remapped_bytes, hz_range_len(r));
-		hz_exec_stat_add(remap_ns, hz_prim_now_ns() - start);
-		if (count < 16)
-			moved[count++] = r;
-	}
-	if (count > 0 && hz_exec_perfmap_enabled())
-		hz_exec_perfmap_write(hz_exec_segment_path(first), first->base, moved, count);
-}
-
-static void advise_object(struct hz_exec_segment *first, unsigned n)
-{
-	int fd = -1;
-
-	for (unsigned i = 0; i < n; i++) {
-		if (first[i].vdso)
-			continue;
-		if (fd < 0)
-			fd = hz_prim_open_read(hz_exec_segment_path(&first[i]));
-		hz_exec_advise_segment(&first[i], fd);
-	}
-	if (fd >= 0)
-		hz_prim_close(fd);
-}
-
-/* Segments of one object are adjacent after sorting by address (an
- * object's mappings do not interleave with another's). */
-static unsigned object_run(const struct hz_exec_segment *s, unsigned left)
-{
-	unsigned n = 1;
-
-	while (n < left && s[n].object == s[0].object)
-		n++;
-	return n;
-}
-
-void hz_exec_apply(enum hz_exec_mode mode, unsigned first_object, bool remap_ok,
-		   const char *why_not)
-{
-	unsigned count, objects;
-	size_t unit = 0;
-
-	/* Every size here (64 KiB chunks, 2 MiB PMDs) assumes 4 KiB pages. */
-	if (mode == HZ_EXEC_OFF || hz_os_page_size() != HZ_PAGE_SIZE)
-		return;
-	pthread_once(&fork_handler_once, register_fork_handler);
-	hz_lock(&lock);
-	if (hz_exec_segments(segs, MAX_SEGMENTS, first_object, &count, &objects) != 0)
-		hz_info("exec: more than %d executable segments; the rest are left alone",
-			MAX_SEGMENTS);
-	if (mode == HZ_EXEC_REMAP && !remap_ok) {
-		hz_info("exec: remap not done (%s); advising instead", why_not);
-		mode = HZ_EXEC_ADVISE;
-	}
-	if (mode == HZ_EXEC_REMAP) {
-		unit = hz_exec_anon_thp_unit();
-		if (unit == 0) {
-			hz_info("exec: anonymous THP is off (sysfs); remap would only "
-				"make text private: advising instead");
-			mode = HZ_EXEC_ADVISE;
-		}
-	}
-	hz_exec_segments_match_maps(segs, count);
-	for (unsigned i = 0; i < count; i++) {
-		hz_exec_stat_add(segments, 1);
-		hz_exec_stat_add(text_bytes, hz_range_len(segs[i].map));
-	}
-	for (unsigned i = 0, n; i < count; i += n) {
-		n = object_run(&segs[i], count - i);
-		if (mode == HZ_EXEC_ADVISE || mode == HZ_EXEC_REMAP)
-			advise_object(&segs[i], n);
-		if (mode == HZ_EXEC_REMAP)
-			remap_object(&segs[i], n, unit);
-	}
-	hz_unlock(&lock);
-}
-
-static bool stats_wanted(void)
-{
-	return hz_option_u64(HZ_OPT_STATS) != 0 || hz_option_str(HZ_OPT_STATS_FILE)[0] != '\0';
-}
-
-void hz_exec_start(void)
-{
-	static int started;
-	enum hz_exec_mode mode;
-	unsigned threads = 0;
-	char why[64] = "";
-
-	if (__atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL))
-		return;
-	mode = hz_exec_mode();
-	if (mode == HZ_EXEC_OFF)
-		return;
-	if (hz_os_page_size() != HZ_PAGE_SIZE) {
-		hz_info("exec: pages are not 4 KiB here; executable text left alone");
-		return;
-	}
-	if (stats_wanted() && hz_folios_text(0, &text_at_start) == 0)
-		__atomic_store_n(&text_at_start_set, 1, __ATOMIC_RELEASE);
-	if (mode == HZ_EXEC_REMAP && hz_prim_thread_count(&threads) == 0 && threads > 1)
-		snprintf(why, sizeof(why), "%u threads already run", threads);
-	hz_exec_apply(mode, 0, why[0] == '\0', why);
-}
-
-/* ---- dlopen ---- */
-
 
 static bool is_file(const char *path)
 {
@@ -331,22 +199,4 @@ void *hz_exec_dlopen(void *(*real_dlopen)(const char *, int), const char *file,
 	in_dlopen = false;
 	errno = saved;
 	return handle;
-}
-
-/* ---- stats ---- */
-
-void hz_exec_stats_get(struct hz_exec_stats *out)
-{
-	struct hz_stats all;
-
-	hz_stats_snapshot(&all);
-	*out = all.exec;
-}
-
-int hz_exec_folios_at_start(struct hz_folio_counts *out)
-{
-	if (!__atomic_load_n(&text_at_start_set, __ATOMIC_ACQUIRE))
-		return -ENODATA;
-	*out = text_at_start;
-	return 0;
 }
