@@ -47,7 +47,7 @@ HZ_PRIVATE_API void *hz_preload_malloc(hz_resolve_fn r, size_t size)
 
 	if (hz_preload_ready(r) && is_large(size) && (p = large_alloc(size, 0, false)))
 		return p;
-	return hz_next.malloc(size);
+	return hz_next.next_malloc(size);
 }
 
 HZ_PRIVATE_API void hz_preload_free(hz_resolve_fn r, void *p)
@@ -62,7 +62,7 @@ HZ_PRIVATE_API void hz_preload_free(hz_resolve_fn r, void *p)
 		return;
 	}
 	hz_preload_ready(r);
-	hz_next.free(p);
+	hz_next.next_free(p);
 }
 
 HZ_PRIVATE_API void *hz_preload_calloc(hz_resolve_fn r, size_t nmemb, size_t size)
@@ -80,20 +80,20 @@ HZ_PRIVATE_API void *hz_preload_calloc(hz_resolve_fn r, size_t nmemb, size_t siz
 		hz_stats_add(calloc_bytes, total);
 		return p;
 	}
-	return hz_next.calloc(nmemb, size);
+	return hz_next.next_calloc(nmemb, size);
 }
 
 /* Move a block between hugezero and the next allocator, copying what both
  * sizes hold. */
 static void *move_across(void *p, size_t old_size, size_t size, int to_large)
 {
-	void *q = to_large ? large_alloc(size, 0, false) : hz_next.malloc(size);
+	void *q = to_large ? large_alloc(size, 0, false) : hz_next.next_malloc(size);
 
 	if (q == NULL)
 		return NULL;
 	memcpy(q, p, old_size < size ? old_size : size);
 	if (to_large)
-		hz_next.free(p);
+		hz_next.next_free(p);
 	else
 		hz_recycle_free(p);
 	return q;
@@ -104,7 +104,7 @@ HZ_PRIVATE_API void *hz_preload_realloc(hz_resolve_fn r, void *p, size_t size)
 	void *q;
 
 	if (!hz_preload_ready(r))
-		return hz_next.realloc(p, size);
+		return hz_next.next_realloc(p, size);
 	if (p == NULL)
 		return hz_preload_malloc(r, size);
 	if (hz_boot_owns(p)) {
@@ -130,11 +130,11 @@ HZ_PRIVATE_API void *hz_preload_realloc(hz_resolve_fn r, void *p, size_t size)
 		return NULL;
 	}
 	if (size != 0 && is_large(size)) {
-		q = move_across(p, hz_next.malloc_usable_size(p), size, 1);
+		q = move_across(p, hz_next.next_malloc_usable_size(p), size, 1);
 		if (q)
 			return q;
 	}
-	return hz_next.realloc(p, size);
+	return hz_next.next_realloc(p, size);
 }
 
 static int bad_alignment(size_t align)
@@ -154,7 +154,7 @@ HZ_PRIVATE_API int hz_preload_posix_memalign(hz_resolve_fn r, void **out,
 		*out = p;
 		return 0;
 	}
-	return hz_next.posix_memalign(out, align, size);
+	return hz_next.next_posix_memalign(out, align, size);
 }
 
 /* memalign and aligned_alloc: glibc accepts any alignment and rounds it up
@@ -171,21 +171,21 @@ HZ_PRIVATE_API void *hz_preload_aligned_alloc(hz_resolve_fn r, size_t align, siz
 {
 	void *p = aligned_large(r, align, size);
 
-	return p ? p : hz_next.aligned_alloc(align, size);
+	return p ? p : hz_next.next_aligned_alloc(align, size);
 }
 
 HZ_PRIVATE_API void *hz_preload_memalign(hz_resolve_fn r, size_t align, size_t size)
 {
 	void *p = aligned_large(r, align, size);
 
-	return p ? p : hz_next.memalign(align, size);
+	return p ? p : hz_next.next_memalign(align, size);
 }
 
 HZ_PRIVATE_API void *hz_preload_valloc(hz_resolve_fn r, size_t size)
 {
 	void *p = aligned_large(r, PAGE, size);
 
-	return p ? p : hz_next.valloc(size);
+	return p ? p : hz_next.next_valloc(size);
 }
 
 HZ_PRIVATE_API void *hz_preload_pvalloc(hz_resolve_fn r, size_t size)
@@ -199,7 +199,7 @@ HZ_PRIVATE_API void *hz_preload_pvalloc(hz_resolve_fn r, size_t size)
 		return NULL;
 	}
 	p = aligned_large(r, PAGE, hz_align_up(size, PAGE));
-	return p ? p : hz_next.pvalloc(size);
+	return p ? p : hz_next.next_pvalloc(size);
 }
 
 HZ_PRIVATE_API size_t hz_preload_malloc_usable_size(hz_resolve_fn r, void *p)
@@ -211,5 +211,5 @@ HZ_PRIVATE_API size_t hz_preload_malloc_usable_size(hz_resolve_fn r, void *p)
 	if (hz_blocks_owns(p))
 		return hz_blocks_usable(p);
 	hz_preload_ready(r);
-	return hz_next.malloc_usable_size(p);
+	return hz_next.next_malloc_usable_size(p);
 }

@@ -62,7 +62,7 @@ HZ_PRIVATE_API void *hz_preload_mmap(hz_resolve_fn r, void *addr, size_t len,
 			return p;
 		errno = saved; /* try the plain request below */
 	}
-	return hz_next.mmap(addr, len, prot, flags, fd, off);
+	return hz_next.next_mmap(addr, len, prot, flags, fd, off);
 }
 
 /* The reservation holds our blocks and their metadata's promises: a program
@@ -95,7 +95,7 @@ HZ_PRIVATE_API int hz_preload_munmap(hz_resolve_fn r, void *addr, size_t len)
 		refuse("munmap", addr);
 		return -1;
 	}
-	return hz_next.munmap(addr, len);
+	return hz_next.next_munmap(addr, len);
 }
 
 HZ_PRIVATE_API void *hz_preload_mremap(hz_resolve_fn r, void *old, size_t old_len,
@@ -107,5 +107,5 @@ HZ_PRIVATE_API void *hz_preload_mremap(hz_resolve_fn r, void *old, size_t old_le
 		refuse("mremap", old);
 		return MAP_FAILED;
 	}
-	return hz_next.mremap(old, old_len, new_len, flags, new_addr);
+	return hz_next.next_mremap(old, old_len, new_len, flags, new_addr);
 }

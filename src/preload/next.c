@@ -166,7 +166,7 @@ static void *emu_calloc(size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	p = hz_next.malloc(total);
+	p = hz_next.next_malloc(total);
 	if (p)
 		memset(p, 0, total);
 	return p;
@@ -180,7 +180,7 @@ static size_t emu_usable(void *p)
 
 static int emu_posix_memalign(void **out, size_t align, size_t size)
 {
-	void *p = hz_next.memalign ? hz_next.memalign(align, size) : NULL;
+	void *p = hz_next.next_memalign ? hz_next.next_memalign(align, size) : NULL;
 
 	if (!p)
 		return ENOMEM;
@@ -191,7 +191,7 @@ static int emu_posix_memalign(void **out, size_t align, size_t size)
 static void *emu_memalign(size_t align, size_t size)
 {
 	void *p = NULL;
-	int ret = hz_next.posix_memalign(&p, align, size);
+	int ret = hz_next.next_posix_memalign(&p, align, size);
 
 	if (ret != 0)
 		errno = ret;
@@ -200,34 +200,34 @@ static void *emu_memalign(size_t align, size_t size)
 
 static void *emu_valloc(size_t size)
 {
-	return hz_next.memalign(4096, size);
+	return hz_next.next_memalign(4096, size);
 }
 
 void hz_next_complete(struct hz_next *next)
 {
 	/* malloc and free come as a pair: never mix a found one with ours. */
-	if (!next->malloc || !next->free) {
-		next->malloc = bootstrap.malloc;
-		next->free = bootstrap.free;
+	if (!next->next_malloc || !next->next_free) {
+		next->next_malloc = bootstrap.next_malloc;
+		next->next_free = bootstrap.next_free;
 	}
-	if (!next->calloc)
-		next->calloc = emu_calloc;
-	if (!next->malloc_usable_size)
-		next->malloc_usable_size = emu_usable;
-	if (!next->posix_memalign)
-		next->posix_memalign = next->memalign ? emu_posix_memalign : bootstrap.posix_memalign;
-	if (!next->memalign)
-		next->memalign = emu_memalign;
-	if (!next->aligned_alloc)
-		next->aligned_alloc = next->memalign;
-	if (!next->valloc)
-		next->valloc = emu_valloc;
-	if (!next->pvalloc)
-		next->pvalloc = emu_valloc;
-	if (!next->mmap)
-		next->mmap = sys_mmap;
-	if (!next->munmap)
-		next->munmap = sys_munmap;
-	if (!next->mremap)
-		next->mremap = sys_mremap;
+	if (!next->next_calloc)
+		next->next_calloc = emu_calloc;
+	if (!next->next_malloc_usable_size)
+		next->next_malloc_usable_size = emu_usable;
+	if (!next->next_posix_memalign)
+		next->next_posix_memalign = next->next_memalign ? emu_posix_memalign : bootstrap.next_posix_memalign;
+	if (!next->next_memalign)
+		next->next_memalign = emu_memalign;
+	if (!next->next_aligned_alloc)
+		next->next_aligned_alloc = next->next_memalign;
+	if (!next->next_valloc)
+		next->next_valloc = emu_valloc;
+	if (!next->next_pvalloc)
+		next->next_pvalloc = emu_valloc;
+	if (!next->next_mmap)
+		next->next_mmap = sys_mmap;
+	if (!next->next_munmap)
+		next->next_munmap = sys_munmap;
+	if (!next->next_mremap)
+		next->next_mremap = sys_mremap;
 }

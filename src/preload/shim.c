@@ -10,25 +10,25 @@
 #include <sys/mman.h>
 
 #include "../exec/dlopen.h"
-#include "preload.h"
+#include "shim_abi.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
 static void resolve(struct hz_next *next)
 {
-	next->malloc = dlsym(RTLD_NEXT, "malloc");
-	next->free = dlsym(RTLD_NEXT, "free");
-	next->calloc = dlsym(RTLD_NEXT, "calloc");
-	next->realloc = dlsym(RTLD_NEXT, "realloc");
-	next->posix_memalign = dlsym(RTLD_NEXT, "posix_memalign");
-	next->aligned_alloc = dlsym(RTLD_NEXT, "aligned_alloc");
-	next->memalign = dlsym(RTLD_NEXT, "memalign");
-	next->valloc = dlsym(RTLD_NEXT, "valloc");
-	next->pvalloc = dlsym(RTLD_NEXT, "pvalloc");
-	next->malloc_usable_size = dlsym(RTLD_NEXT, "malloc_usable_size");
-	next->mmap = dlsym(RTLD_NEXT, "mmap");
-	next->munmap = dlsym(RTLD_NEXT, "munmap");
-	next->mremap = dlsym(RTLD_NEXT, "mremap");
+	next->next_malloc = dlsym(RTLD_NEXT, "malloc");
+	next->next_free = dlsym(RTLD_NEXT, "free");
+	next->next_calloc = dlsym(RTLD_NEXT, "calloc");
+	next->next_realloc = dlsym(RTLD_NEXT, "realloc");
+	next->next_posix_memalign = dlsym(RTLD_NEXT, "posix_memalign");
+	next->next_aligned_alloc = dlsym(RTLD_NEXT, "aligned_alloc");
+	next->next_memalign = dlsym(RTLD_NEXT, "memalign");
+	next->next_valloc = dlsym(RTLD_NEXT, "valloc");
+	next->next_pvalloc = dlsym(RTLD_NEXT, "pvalloc");
+	next->next_malloc_usable_size = dlsym(RTLD_NEXT, "malloc_usable_size");
+	next->next_mmap = dlsym(RTLD_NEXT, "mmap");
+	next->next_munmap = dlsym(RTLD_NEXT, "munmap");
+	next->next_mremap = dlsym(RTLD_NEXT, "mremap");
 }
 
 EXPORT void *malloc(size_t size) { return hz_preload_malloc(resolve, size); }

@@ -14,19 +14,19 @@
 
 static inline void hz_test_libc_next(struct hz_next *n)
 {
-	n->malloc = malloc;
-	n->free = free;
-	n->calloc = calloc;
-	n->realloc = realloc;
-	n->posix_memalign = posix_memalign;
-	n->aligned_alloc = aligned_alloc;
-	n->memalign = memalign;
-	n->valloc = valloc;
-	n->pvalloc = pvalloc;
-	n->malloc_usable_size = malloc_usable_size;
-	n->mmap = mmap;
-	n->munmap = munmap;
-	n->mremap = mremap;
+	n->next_malloc = malloc;
+	n->next_free = free;
+	n->next_calloc = calloc;
+	n->next_realloc = realloc;
+	n->next_posix_memalign = posix_memalign;
+	n->next_aligned_alloc = aligned_alloc;
+	n->next_memalign = memalign;
+	n->next_valloc = valloc;
+	n->next_pvalloc = pvalloc;
+	n->next_malloc_usable_size = malloc_usable_size;
+	n->next_mmap = mmap;
+	n->next_munmap = munmap;
+	n->next_mremap = mremap;
 }
 
 /* Options for a test of the recycler as a library, unless the environment
