@@ -41,16 +41,16 @@ static void *large_alloc(size_t size, size_t align, bool zero)
 	return p;
 }
 
-HZ_PRIVATE_API void *hz_preload_malloc(hz_resolve_fn r, size_t size)
+HZ_PRIVATE_API void *hz_preload_malloc(size_t size)
 {
 	void *p;
 
-	if (hz_preload_ready(r) && is_large(size) && (p = large_alloc(size, 0, false)))
+	if (is_large(size) && (p = large_alloc(size, 0, false)))
 		return p;
 	return hz_next.next_malloc(size);
 }
 
-HZ_PRIVATE_API void hz_preload_free(hz_resolve_fn r, void *p)
+HZ_PRIVATE_API void hz_preload_free(void *p)
 {
 	if (p == NULL || hz_boot_owns(p))
 		return;
@@ -61,11 +61,10 @@ HZ_PRIVATE_API void hz_preload_free(hz_resolve_fn r, void *p)
 		errno = saved;
 		return;
 	}
-	hz_preload_ready(r);
 	hz_next.next_free(p);
 }
 
-HZ_PRIVATE_API void *hz_preload_calloc(hz_resolve_fn r, size_t nmemb, size_t size)
+HZ_PRIVATE_API void *hz_preload_calloc(size_t nmemb, size_t size)
 {
 	size_t total;
 	void *p;
@@ -74,7 +73,7 @@ HZ_PRIVATE_API void *hz_preload_calloc(hz_resolve_fn r, size_t nmemb, size_t siz
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (hz_preload_ready(r) && is_large(total) && (p = large_alloc(total, 0, true))) {
+	if (is_large(total) && (p = large_alloc(total, 0, true))) {
 		/* A new block comes straight from the kernel: already zero. */
 		hz_stats_add(callocs, 1);
 		hz_stats_add(calloc_bytes, total);
@@ -99,23 +98,23 @@ static void *move_across(void *p, size_t old_size, size_t size, int to_large)
 	return q;
 }
 
-HZ_PRIVATE_API void *hz_preload_realloc(hz_resolve_fn r, void *p, size_t size)
+HZ_PRIVATE_API void *hz_preload_realloc(void *p, size_t size)
 {
 	void *q;
 
-	if (!hz_preload_ready(r))
+	if (hz_preload_starting())
 		return hz_next.next_realloc(p, size);
 	if (p == NULL)
-		return hz_preload_malloc(r, size);
+		return hz_preload_malloc(size);
 	if (hz_boot_owns(p)) {
-		q = hz_preload_malloc(r, size);
+		q = hz_preload_malloc(size);
 		if (q)
 			memcpy(q, p, hz_boot_size(p) < size ? hz_boot_size(p) : size);
 		return q;
 	}
 	if (hz_blocks_owns(p)) {
 		if (size == 0) { /* glibc frees and returns NULL */
-			hz_preload_free(r, p);
+			hz_preload_free(p);
 			return NULL;
 		}
 		if (size < threshold())
@@ -142,14 +141,13 @@ static int bad_alignment(size_t align)
 	return !hz_is_pow2(align) || align % sizeof(void *) != 0;
 }
 
-HZ_PRIVATE_API int hz_preload_posix_memalign(hz_resolve_fn r, void **out,
-					     size_t align, size_t size)
+HZ_PRIVATE_API int hz_preload_posix_memalign(void **out, size_t align, size_t size)
 {
 	void *p;
 
 	if (bad_alignment(align))
 		return EINVAL;
-	if (hz_preload_ready(r) && is_large(size) && align <= HZ_ALIGN_MAX &&
+	if (is_large(size) && align <= HZ_ALIGN_MAX &&
 	    (p = large_alloc(size, align, false))) {
 		*out = p;
 		return 0;
@@ -159,36 +157,36 @@ HZ_PRIVATE_API int hz_preload_posix_memalign(hz_resolve_fn r, void **out,
 
 /* memalign and aligned_alloc: glibc accepts any alignment and rounds it up
  * to a power of two; that rounding is left to it for the odd cases. */
-static void *aligned_large(hz_resolve_fn r, size_t align, size_t size)
+static void *aligned_large(size_t align, size_t size)
 {
-	if (hz_preload_ready(r) && is_large(size) && hz_is_pow2(align) &&
+	if (is_large(size) && hz_is_pow2(align) &&
 	    align <= HZ_ALIGN_MAX)
 		return large_alloc(size, align, false);
 	return NULL;
 }
 
-HZ_PRIVATE_API void *hz_preload_aligned_alloc(hz_resolve_fn r, size_t align, size_t size)
+HZ_PRIVATE_API void *hz_preload_aligned_alloc(size_t align, size_t size)
 {
-	void *p = aligned_large(r, align, size);
+	void *p = aligned_large(align, size);
 
 	return p ? p : hz_next.next_aligned_alloc(align, size);
 }
 
-HZ_PRIVATE_API void *hz_preload_memalign(hz_resolve_fn r, size_t align, size_t size)
+HZ_PRIVATE_API void *hz_preload_memalign(size_t align, size_t size)
 {
-	void *p = aligned_large(r, align, size);
+	void *p = aligned_large(align, size);
 
 	return p ? p : hz_next.next_memalign(align, size);
 }
 
-HZ_PRIVATE_API void *hz_preload_valloc(hz_resolve_fn r, size_t size)
+HZ_PRIVATE_API void *hz_preload_valloc(size_t size)
 {
-	void *p = aligned_large(r, PAGE, size);
+	void *p = aligned_large(PAGE, size);
 
 	return p ? p : hz_next.next_valloc(size);
 }
 
-HZ_PRIVATE_API void *hz_preload_pvalloc(hz_resolve_fn r, size_t size)
+HZ_PRIVATE_API void *hz_preload_pvalloc(size_t size)
 {
 	void *p;
 
@@ -198,11 +196,11 @@ HZ_PRIVATE_API void *hz_preload_pvalloc(hz_resolve_fn r, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	p = aligned_large(r, PAGE, hz_align_up(size, PAGE));
+	p = aligned_large(PAGE, hz_align_up(size, PAGE));
 	return p ? p : hz_next.next_pvalloc(size);
 }
 
-HZ_PRIVATE_API size_t hz_preload_malloc_usable_size(hz_resolve_fn r, void *p)
+HZ_PRIVATE_API size_t hz_preload_malloc_usable_size(void *p)
 {
 	if (p == NULL)
 		return 0;
@@ -210,6 +208,5 @@ HZ_PRIVATE_API size_t hz_preload_malloc_usable_size(hz_resolve_fn r, void *p)
 		return hz_boot_size(p);
 	if (hz_blocks_owns(p))
 		return hz_blocks_usable(p);
-	hz_preload_ready(r);
 	return hz_next.next_malloc_usable_size(p);
 }

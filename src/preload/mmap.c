@@ -51,10 +51,10 @@ static void *map_aligned(size_t len, int prot, int flags)
 	return start;
 }
 
-HZ_PRIVATE_API void *hz_preload_mmap(hz_resolve_fn r, void *addr, size_t len,
-				     int prot, int flags, int fd, off_t off)
+HZ_PRIVATE_API void *hz_preload_mmap(void *addr, size_t len, int prot, int flags, int fd,
+				     off_t off)
 {
-	if (hz_preload_ready(r) && wants_alignment(addr, len, prot, flags)) {
+	if (wants_alignment(addr, len, prot, flags)) {
 		int saved = errno;
 		void *p = map_aligned(len, prot, flags);
 
@@ -88,9 +88,8 @@ static void refuse(const char *what, const void *addr)
 	errno = EINVAL;
 }
 
-HZ_PRIVATE_API int hz_preload_munmap(hz_resolve_fn r, void *addr, size_t len)
+HZ_PRIVATE_API int hz_preload_munmap(void *addr, size_t len)
 {
-	hz_preload_ready(r);
 	if (touches_reservation(addr, len)) {
 		refuse("munmap", addr);
 		return -1;
@@ -98,10 +97,9 @@ HZ_PRIVATE_API int hz_preload_munmap(hz_resolve_fn r, void *addr, size_t len)
 	return hz_next.next_munmap(addr, len);
 }
 
-HZ_PRIVATE_API void *hz_preload_mremap(hz_resolve_fn r, void *old, size_t old_len,
-				       size_t new_len, int flags, void *new_addr)
+HZ_PRIVATE_API void *hz_preload_mremap(void *old, size_t old_len, size_t new_len, int flags,
+				       void *new_addr)
 {
-	hz_preload_ready(r);
 	if (touches_reservation(old, old_len) ||
 	    ((flags & MREMAP_FIXED) && touches_reservation(new_addr, new_len))) {
 		refuse("mremap", old);

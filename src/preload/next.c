@@ -11,8 +11,6 @@
 #include "../range.h"
 #include "preload.h"
 
-struct hz_next hz_next;
-
 /* 64 KiB: what dlsym and pthread_atfork ask for during start-up is a few
  * hundred bytes; memory from here is never reused. */
 #define BOOT_SIZE (64u << 10)
@@ -144,16 +142,14 @@ static void *sys_mremap(void *old, size_t old_len, size_t new_len, int flags, ..
 	return out;
 }
 
-static const struct hz_next bootstrap = {
-	boot_malloc, boot_free, boot_calloc, boot_realloc, boot_posix_memalign,
-	boot_memalign, boot_memalign, boot_valloc, boot_valloc, boot_usable,
-	sys_mmap, sys_munmap, sys_mremap,
-};
-
-void hz_next_use_bootstrap(struct hz_next *next)
-{
-	*next = bootstrap;
+#define BOOTSTRAP { \
+	boot_malloc, boot_free, boot_calloc, boot_realloc, boot_posix_memalign, \
+	boot_memalign, boot_memalign, boot_valloc, boot_valloc, boot_usable, \
+	sys_mmap, sys_munmap, sys_mremap, \
 }
+
+static const struct hz_next bootstrap = BOOTSTRAP;
+struct hz_next hz_next = BOOTSTRAP;
 
 /* Substitutes for functions an allocator may lack, built on the ones it
  * has (every allocator has malloc, free and one aligned entry point). */

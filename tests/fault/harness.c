@@ -18,7 +18,7 @@
 
 #define PAGE ((size_t)4096)
 
-void fault_resolve(struct hz_next *next)
+static void fault_resolve(struct hz_next *next)
 {
 	next->next_malloc = malloc;
 	next->next_free = free;
@@ -33,6 +33,14 @@ void fault_resolve(struct hz_next *next)
 	next->next_mmap = mmap;
 	next->next_munmap = munmap;
 	next->next_mremap = mremap;
+}
+
+void fault_start(void)
+{
+	struct hz_next next;
+
+	fault_resolve(&next);
+	hz_preload_start(&next);
 }
 
 /* ---- footprint ---- */
