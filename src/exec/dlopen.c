@@ -4,8 +4,9 @@
 #include "dlopen.h"
 
 #include <dlfcn.h>
-#include <link.h>
+#include <elf.h>
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include "../prim/prim.h"
 #include "../stats.h"
 #include "apply.h"
+#include "folios.h"
 #include "mode.h"
 #include "prewarm.h"
 #include "segments.h"
@@ -40,16 +42,54 @@ static void register_fork_handler(void)
 	pthread_atfork(NULL, NULL, fork_child);
 }
 
-static bool is_file(const char *path)
+#if defined(__x86_64__)
+#define NATIVE_MACHINE EM_X86_64
+#elif defined(__aarch64__)
+#define NATIVE_MACHINE EM_AARCH64
+#endif
+
+/* What ld.so's open_verify checks before it takes a file found in a
+ * search directory: a file that fails any of it is skipped and the search
+ * goes on (multi-arch trees put other machines' builds of a library in
+ * earlier directories). Its ABI note check is left out: a note that
+ * refuses the running kernel is for kernels older than 3.2. */
+static bool header_loadable(const Elf64_Ehdr *eh)
 {
-	uint64_t size;
-	int fd = hz_prim_open_read(path), ret;
+	static const unsigned char pad[EI_NIDENT - EI_PAD];
+	const unsigned char *id = eh->e_ident;
+
+	return memcmp(id, ELFMAG, SELFMAG) == 0 && id[EI_CLASS] == ELFCLASS64 &&
+	       id[EI_DATA] == ELFDATA2LSB && id[EI_VERSION] == EV_CURRENT &&
+	       (id[EI_OSABI] == ELFOSABI_GNU ||
+		(id[EI_OSABI] == ELFOSABI_SYSV && id[EI_ABIVERSION] == 0)) &&
+	       memcmp(id + EI_PAD, pad, sizeof(pad)) == 0 && eh->e_version == EV_CURRENT &&
+#ifdef NATIVE_MACHINE
+	       eh->e_machine == NATIVE_MACHINE &&
+#endif
+	       (eh->e_type == ET_DYN || eh->e_type == ET_EXEC) &&
+	       eh->e_phentsize == sizeof(Elf64_Phdr);
+}
+
+/* Whether ld.so would load the file at path rather than skip it. The
+ * header is read through the prewarm's advised mapping: a cold file's
+ * first 2 MiB window then becomes one large folio, as the prewarm itself
+ * would have read it, instead of the 4 KiB pages a read() leaves. */
+static bool loadable(const char *path)
+{
+	uint64_t size = 0;
+	int fd = hz_prim_open_read(path);
+	bool ok = false;
+	void *map;
 
 	if (fd < 0)
 		return false;
-	ret = hz_prim_file_size(fd, &size);
+	if (hz_prim_file_size(fd, &size) == 0 && size >= sizeof(Elf64_Ehdr) &&
+	    hz_exec_map_for_prewarm(fd, size, &map) == 0) {
+		ok = header_loadable(map);
+		hz_prim_munmap(map, hz_align_up(size, HZ_PAGE_SIZE));
+	}
 	hz_prim_close(fd);
-	return ret == 0;
+	return ok;
 }
 
 /* The system directories: ld.so looks there (and in /etc/ld.so.cache,
@@ -80,7 +120,9 @@ static bool system_dir(const char *dir, size_t len)
  * directories. Called from here, the real dlopen would take hugezero for
  * the caller and miss the caller's own directories; so for names without a
  * slash the caller's search list (dlinfo RTLD_DI_SERINFO) is walked here,
- * system directories excluded, and a hit is passed on as a path. */
+ * system directories excluded, and the first file ld.so would take is
+ * passed on as a path. The walk has to happen before the call: ld.so finds
+ * the caller from the return address, which no call from here can give. */
 static bool caller_dir_path(const char *file, const void *caller, char *path, size_t size)
 {
 	union {
@@ -109,7 +151,7 @@ static bool caller_dir_path(const char *file, const void *caller, char *path, si
 		if (len == 0 || system_dir(dir, len))
 			continue;
 		if ((size_t)snprintf(path, size, "%.*s/%s", (int)len, dir, file) < size &&
-		    is_file(path))
+		    loadable(path))
 			return true;
 	}
 	return false;
@@ -130,7 +172,7 @@ static bool system_path(const char *file, char *path, size_t size)
 	};
 
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
-		if ((size_t)snprintf(path, size, "%s/%s", dirs[i], file) < size && is_file(path))
+		if ((size_t)snprintf(path, size, "%s/%s", dirs[i], file) < size && loadable(path))
 			return true;
 	return false;
 }

@@ -34,6 +34,11 @@ int hz_exec_cached_bytes(int fd, uint64_t off, uint64_t len, uint64_t *cached);
  * range read that way. */
 int hz_exec_prewarm_range(int fd, uint64_t off, uint64_t len, uint64_t *populated);
 
+/* A read-only mapping of fd from offset 0 to size, advised for 2 MiB
+ * reads (MADV_HUGEPAGE + MADV_RANDOM): its first touch of a cold window
+ * reads the window into one 2 MiB folio. Unmap hz_align_up(size, 4 KiB). */
+int hz_exec_map_for_prewarm(int fd, uint64_t size, void **map);
+
 /* Prewarm the cold windows of the executable segments of the ELF file at
  * path (of the whole file if it is not ELF); with force, read all of them
  * through the advised mapping, cached or not. */
