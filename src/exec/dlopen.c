@@ -7,12 +7,10 @@
 #include <elf.h>
 #include <errno.h>
 #include <link.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "../lock.h"
 #include "../prim/prim.h"
 #include "../stats.h"
 #include "apply.h"
@@ -21,26 +19,8 @@
 #include "prewarm.h"
 #include "segments.h"
 
-/* Serialises hz_exec_dlopen calls (see there). */
-static struct hz_lock dlopen_lock = HZ_LOCK_INIT;
+/* This thread is inside hz_exec_dlopen (see there). */
 static __thread bool in_dlopen;
-
-/* A fork while another thread held the lock leaves it held in the child
- * by a thread that does not exist there: free it. When the forking thread
- * holds it (fork from a constructor that dlopen runs), it returns through
- * our code and unlocks as usual. */
-static void fork_child(void)
-{
-	if (!hz_lock_held_here(&dlopen_lock))
-		hz_lock_reset(&dlopen_lock);
-}
-
-static pthread_once_t fork_handler_once = PTHREAD_ONCE_INIT;
-
-static void register_fork_handler(void)
-{
-	pthread_atfork(NULL, NULL, fork_child);
-}
 
 #if defined(__x86_64__)
 #define NATIVE_MACHINE EM_X86_64
@@ -177,16 +157,84 @@ static bool system_path(const char *file, char *path, size_t size)
 	return false;
 }
 
+/* The file the call will load, for the prewarm: *load becomes the path
+ * when the name is found in the caller's own directories (see
+ * caller_dir_path). Returns false when the file is not known. */
+static bool find_file(void *(*real_dlopen)(const char *, int), const char *file,
+		      const void *caller, char *path, size_t size, const char **load)
+{
+	void *handle;
+
+	if (strchr(file, '/') != NULL)
+		return (size_t)snprintf(path, size, "%s", file) < size;
+	/* Loaded already (matched by name or soname, whoever asks): nothing
+	 * to prewarm, and the name goes through unchanged. */
+	handle = real_dlopen(file, RTLD_LAZY | RTLD_NOLOAD);
+	if (handle != NULL) {
+		dlclose(handle);
+		return false;
+	}
+	if (caller_dir_path(file, caller, path, size)) {
+		*load = path;
+		return true;
+	}
+	return system_path(file, path, size);
+}
+
+/* hz_exec_dlopen calls in progress and begun: a call that overlapped
+ * another one cannot tell its objects from the other's. */
+static unsigned inflight;
+static unsigned long begun;
+
+struct before_call {
+	unsigned objects, threads, inflight;
+	uint64_t adds, subs;
+	unsigned long begun;
+};
+
+/* Apply the mode to what the call loaded. Another thread's dlopen may
+ * have run at the same time (no lock is held across the real call: see
+ * hz_exec_dlopen), so what was loaded meanwhile is treated as ours:
+ * advising it twice is harmless, moving it is not (its own thread may be
+ * running its constructors), so remap waits for a call that ran alone. */
+static void apply_loaded(enum hz_exec_mode mode, const struct before_call *b)
+{
+	unsigned objects, threads = 0, first = b->objects;
+	uint64_t adds, subs;
+	char why[64] = "";
+
+	hz_exec_objects(&objects, &adds, &subs);
+	if (adds == b->adds)
+		return;
+	hz_prim_thread_count(&threads);
+	if (threads > b->threads)
+		snprintf(why, sizeof(why), "its constructors started threads");
+	if (b->inflight != 0 || __atomic_load_n(&begun, __ATOMIC_RELAXED) != b->begun + 1)
+		snprintf(why, sizeof(why), "another dlopen ran meanwhile");
+	/* An unload in between (another thread's dlclose) shifts the
+	 * indexes: advise everything again (idempotent), but move nothing
+	 * that was loaded before this call. */
+	if (subs != b->subs) {
+		first = 0;
+		snprintf(why, sizeof(why), "objects were unloaded meanwhile");
+	}
+	hz_exec_stat_add(dlopens, 1);
+	hz_exec_apply(mode, first, why[0] == '\0', why);
+}
+
+/* No lock of ours is held across the real dlopen: glibc's loader lock is
+ * taken inside it, and a constructor that runs under that lock (a load
+ * that did not come through here: dlmopen, NSS, iconv) may call dlopen,
+ * which comes here; a lock taken before the loader's would deadlock it
+ * with another thread waiting for the loader inside our lock. */
 void *hz_exec_dlopen(void *(*real_dlopen)(const char *, int), const char *file,
 		     int flags, const void *caller)
 {
 	enum hz_exec_mode mode = hz_exec_mode();
-	unsigned objects, objects_after, threads_before = 0, threads_after = 0;
-	uint64_t adds, subs, adds_after, subs_after;
 	struct hz_prewarm_result res;
-	char path[512], why[64] = "";
+	struct before_call b = { 0 };
 	const char *load = file;
-	bool found = false;
+	char path[512];
 	void *handle;
 	int saved;
 
@@ -195,49 +243,21 @@ void *hz_exec_dlopen(void *(*real_dlopen)(const char *, int), const char *file,
 	if (mode == HZ_EXEC_OFF || mode == HZ_EXEC_REPORT || file == NULL ||
 	    (flags & RTLD_NOLOAD) || in_dlopen)
 		return real_dlopen(file, flags);
-	pthread_once(&fork_handler_once, register_fork_handler);
 	in_dlopen = true;
-	hz_lock(&dlopen_lock);
-	hz_exec_objects(&objects, &adds, &subs);
-	if (strchr(file, '/') != NULL) {
-		snprintf(path, sizeof(path), "%s", file);
-		found = true;
-	} else {
-		/* Loaded already (matched by name or soname, whoever asks):
-		 * nothing to prewarm, and the name goes through unchanged. */
-		handle = real_dlopen(file, RTLD_LAZY | RTLD_NOLOAD);
-		if (handle != NULL) {
-			dlclose(handle);
-		} else if (caller_dir_path(file, caller, path, sizeof(path))) {
-			load = path;
-			found = true;
-		} else {
-			found = system_path(file, path, sizeof(path));
-		}
-	}
-	if (found && hz_exec_prewarm_file(path, false, &res) == 0 && res.populated) {
+	b.inflight = __atomic_fetch_add(&inflight, 1, __ATOMIC_RELAXED);
+	b.begun = __atomic_fetch_add(&begun, 1, __ATOMIC_RELAXED);
+	hz_exec_objects(&b.objects, &b.adds, &b.subs);
+	if (find_file(real_dlopen, file, caller, path, sizeof(path), &load) &&
+	    hz_exec_prewarm_file(path, false, &res) == 0 && res.populated) {
 		hz_exec_stat_add(prewarmed_bytes, res.populated);
 		hz_exec_stat_add(prewarm_ns, res.ns);
 	}
-	hz_prim_thread_count(&threads_before);
+	hz_prim_thread_count(&b.threads);
 	handle = real_dlopen(load, flags);
 	saved = errno;
-	hz_exec_objects(&objects_after, &adds_after, &subs_after);
-	if (handle != NULL && adds_after != adds) {
-		hz_prim_thread_count(&threads_after);
-		if (threads_after > threads_before)
-			snprintf(why, sizeof(why), "its constructors started threads");
-		/* An unload in between (another thread's dlclose) shifts the
-		 * indexes: advise everything again (idempotent), but move
-		 * nothing that was loaded before this call. */
-		if (subs_after != subs) {
-			objects = 0;
-			snprintf(why, sizeof(why), "objects were unloaded meanwhile");
-		}
-		hz_exec_stat_add(dlopens, 1);
-		hz_exec_apply(mode, objects, why[0] == '\0', why);
-	}
-	hz_unlock(&dlopen_lock);
+	if (handle != NULL)
+		apply_loaded(mode, &b);
+	__atomic_fetch_sub(&inflight, 1, __ATOMIC_RELAXED);
 	in_dlopen = false;
 	errno = saved;
 	return handle;
