@@ -19,12 +19,21 @@
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
 
+#ifndef MAP_32BIT
+#define MAP_32BIT 0 /* x86_64 only */
+#endif
+
 #define THP_SIZE ((size_t)2 << 20)
 
+/* Only plain requests are aligned. An address (hint or fixed), a stack
+ * that grows, hugetlb, and MAP_32BIT are the program's own placement:
+ * MAP_32BIT's window is 1 GiB (the kernel's 0x40000000-0x80000000 on
+ * x86_64), and rounding each 3 MiB JIT buffer to 4 MiB there fits a
+ * quarter fewer of them (256 instead of 341). */
 static int wants_alignment(void *addr, size_t len, int prot, int flags)
 {
 	const int special = MAP_FIXED | MAP_FIXED_NOREPLACE | MAP_GROWSDOWN |
-			    MAP_HUGETLB | MAP_STACK;
+			    MAP_HUGETLB | MAP_STACK | MAP_32BIT;
 
 	return addr == NULL && (flags & MAP_ANONYMOUS) &&
 	       (flags & MAP_TYPE) == MAP_PRIVATE && !(flags & special) &&
