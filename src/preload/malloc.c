@@ -102,16 +102,17 @@ HZ_PRIVATE_API void *hz_preload_realloc(void *p, size_t size)
 {
 	void *q;
 
-	if (hz_preload_starting())
-		return hz_next.next_realloc(p, size);
-	if (p == NULL)
-		return hz_preload_malloc(size);
+	/* A bootstrap pointer first, start-up or not: no other allocator
+	 * knows it, and dlsym's first allocations come from there before the
+	 * rest of start-up runs with the real table installed. */
 	if (hz_boot_owns(p)) {
 		q = hz_preload_malloc(size);
 		if (q)
 			memcpy(q, p, hz_boot_size(p) < size ? hz_boot_size(p) : size);
 		return q;
 	}
+	if (p == NULL)
+		return hz_preload_malloc(size);
 	if (hz_blocks_owns(p)) {
 		if (size == 0) { /* glibc frees and returns NULL */
 			hz_preload_free(p);
@@ -128,7 +129,7 @@ HZ_PRIVATE_API void *hz_preload_realloc(void *p, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (size != 0 && is_large(size)) {
+	if (size != 0 && is_large(size) && hz_next_sizes_known) {
 		q = move_across(p, hz_next.next_malloc_usable_size(p), size, 1);
 		if (q)
 			return q;

@@ -1,6 +1,7 @@
 /* The next allocator in the chain, and the bootstrap allocator used while
  * we look it up: dlsym may itself call calloc (for its error state), and that
  * call arrives here before we know where the real calloc is. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -30,16 +31,26 @@ size_t hz_boot_size(const void *p)
 	return ((const size_t *)p)[-2];
 }
 
+/* The size is checked before the arena moves: a request that cannot fit
+ * takes nothing, so a huge one neither wraps boot_used nor spends the
+ * arena that the requests after it need. */
 static void *boot_malloc(size_t size)
 {
-	size_t need = hz_align_up(size, BOOT_ALIGN) + BOOT_ALIGN;
-	size_t at = __atomic_fetch_add(&boot_used, need, __ATOMIC_RELAXED);
+	size_t at = __atomic_load_n(&boot_used, __ATOMIC_RELAXED), need;
 	size_t *p;
 
-	if (size > BOOT_SIZE || at + need > BOOT_SIZE) {
+	if (size > BOOT_SIZE) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	need = hz_align_up(size, BOOT_ALIGN) + BOOT_ALIGN;
+	do {
+		if (need > BOOT_SIZE - at) {
+			errno = ENOMEM;
+			return NULL;
+		}
+	} while (!__atomic_compare_exchange_n(&boot_used, &at, at + need, true,
+					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
 	p = (size_t *)(boot_arena + at + BOOT_ALIGN);
 	p[-2] = size;
 	return p; /* static storage: already zero */
@@ -199,6 +210,16 @@ static void *emu_valloc(size_t size)
 	return hz_next.next_memalign(4096, size);
 }
 
+int hz_next_sizes_known;
+
+/* Whether two functions are defined in the same loaded object. */
+static int same_object(void *a, void *b)
+{
+	Dl_info ia, ib;
+
+	return dladdr(a, &ia) != 0 && dladdr(b, &ib) != 0 && ia.dli_fbase == ib.dli_fbase;
+}
+
 void hz_next_complete(struct hz_next *next)
 {
 	/* malloc and free come as a pair: never mix a found one with ours. */
@@ -208,10 +229,14 @@ void hz_next_complete(struct hz_next *next)
 	}
 	if (!next->next_calloc)
 		next->next_calloc = emu_calloc;
+	hz_next_sizes_known = next->next_malloc_usable_size != NULL &&
+			      same_object((void *)next->next_malloc,
+					  (void *)next->next_malloc_usable_size);
 	if (!next->next_malloc_usable_size)
 		next->next_malloc_usable_size = emu_usable;
 	if (!next->next_posix_memalign)
-		next->next_posix_memalign = next->next_memalign ? emu_posix_memalign : bootstrap.next_posix_memalign;
+		next->next_posix_memalign = next->next_memalign ? emu_posix_memalign
+								: bootstrap.next_posix_memalign;
 	if (!next->next_memalign)
 		next->next_memalign = emu_memalign;
 	if (!next->next_aligned_alloc)

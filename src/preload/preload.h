@@ -15,8 +15,11 @@ extern struct hz_next hz_next;
  * HUGEZERO_DISABLE off and the reservation made. */
 extern int hz_preload_active;
 
-/* This thread is running start-up: hz_next may still be the bootstrap. */
-int hz_preload_starting(void);
+/* hz_next.next_malloc_usable_size answers for next_malloc's blocks: both
+ * come from the same object. Otherwise (a program's own allocator without
+ * one, whose lookup then finds the C library's) a block's size is not
+ * known, and realloc leaves it to the next allocator. */
+extern int hz_next_sizes_known;
 
 /* The bootstrap allocator that serves start-up's own requests. */
 int hz_boot_owns(const void *p);

@@ -126,11 +126,6 @@ static void start(void)
 	__atomic_store_n(&hz_preload_active, 1, __ATOMIC_RELEASE);
 }
 
-int hz_preload_starting(void)
-{
-	return starting_here;
-}
-
 HZ_PRIVATE_API enum hz_start_step hz_preload_begin(void)
 {
 	int expected = NEW;
