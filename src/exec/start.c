@@ -25,7 +25,8 @@ void hz_exec_start(void)
 	enum hz_exec_mode mode;
 	unsigned threads = 0;
 	char why[64] = "";
-	struct hz_folio_counts text_at_start;
+	/* Zero: hz_folios_text adds to what it is given. */
+	struct hz_folio_counts text_at_start = { 0 };
 
 	if (__atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL))
 		return;
