@@ -5,7 +5,10 @@
 
 #include "../log.h"
 #include "../prim/prim.h"
-#include "exec.h"
+#include "../stats.h"
+#include "folios.h"
+#include "advise.h"
+#include "prewarm.h"
 
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25

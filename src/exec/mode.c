@@ -4,7 +4,7 @@
 #include "../config.h"
 #include "../log.h"
 #include "../prim/os.h"
-#include "exec.h"
+#include "mode.h"
 
 static const char *const mode_names[] = {
 	[HZ_EXEC_OFF] = "off",

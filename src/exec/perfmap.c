@@ -12,7 +12,8 @@
 #include <sys/mman.h>
 
 #include "../prim/prim.h"
-#include "exec.h"
+#include "../stats.h"
+#include "perfmap.h"
 
 struct out {
 	int fd;

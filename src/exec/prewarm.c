@@ -17,7 +17,9 @@
 
 #include "../log.h"
 #include "../prim/prim.h"
-#include "exec.h"
+#include "../stats.h"
+#include "folios.h"
+#include "prewarm.h"
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22
@@ -110,8 +112,7 @@ static int populate_cold_windows(int fd, char *map, uint64_t file_size,
 	return ret;
 }
 
-/* A mapping of fd from offset 0 to size, advised for 2 MiB reads. */
-static int map_for_prewarm(int fd, uint64_t size, void **map)
+int hz_exec_map_for_prewarm(int fd, uint64_t size, void **map)
 {
 	int ret = hz_prim_mmap(NULL, hz_align_up(size, HZ_PAGE_SIZE), PROT_READ,
 			       MAP_PRIVATE, fd, 0, map);
@@ -138,7 +139,7 @@ int hz_exec_prewarm_range(int fd, uint64_t off, uint64_t len, uint64_t *populate
 		return ret;
 	if (len > size - off)
 		len = size - off;
-	ret = map_for_prewarm(fd, size, &map);
+	ret = hz_exec_map_for_prewarm(fd, size, &map);
 	if (ret != 0)
 		return ret;
 	ret = populate_cold_windows(fd, map, size, hz_range_make(off, len), populated);
@@ -232,7 +233,7 @@ int hz_exec_prewarm_file(const char *path, bool force, struct hz_prewarm_result 
 	/* Mostly cached already: nothing to gain, and no page to touch. */
 	if (!force && cached * 100 >= size * HZ_EXEC_COLD_PERCENT)
 		goto out;
-	ret = map_for_prewarm(fd, size, &map);
+	ret = hz_exec_map_for_prewarm(fd, size, &map);
 	if (ret != 0)
 		goto out;
 	ret = prewarm_mapped(fd, map, size, force, res);

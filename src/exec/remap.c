@@ -25,7 +25,9 @@
 #include "../prim/memory.h"
 #include "../prim/os.h"
 #include "../prim/prim.h"
-#include "exec.h"
+#include "../stats.h"
+#include "folios.h"
+#include "remap.h"
 
 void (*hz_exec_remap_hook)(enum hz_exec_remap_step step, void *addr, size_t len);
 

@@ -9,7 +9,10 @@
 #include <sys/mman.h>
 
 #include "../prim/prim.h"
-#include "exec.h"
+#include "../stats.h"
+#include "folios.h"
+#include "remap.h"
+#include "segments.h"
 #include "maps.h"
 
 struct collect {

@@ -41,16 +41,16 @@ static void *large_alloc(size_t size, size_t align, bool zero)
 	return p;
 }
 
-HZ_PRIVATE_API void *hz_preload_malloc(hz_resolve_fn r, size_t size)
+HZ_PRIVATE_API void *hz_preload_malloc(size_t size)
 {
 	void *p;
 
-	if (hz_preload_ready(r) && is_large(size) && (p = large_alloc(size, 0, false)))
+	if (is_large(size) && (p = large_alloc(size, 0, false)))
 		return p;
-	return hz_next.malloc(size);
+	return hz_next.next_malloc(size);
 }
 
-HZ_PRIVATE_API void hz_preload_free(hz_resolve_fn r, void *p)
+HZ_PRIVATE_API void hz_preload_free(void *p)
 {
 	if (p == NULL || hz_boot_owns(p))
 		return;
@@ -61,11 +61,10 @@ HZ_PRIVATE_API void hz_preload_free(hz_resolve_fn r, void *p)
 		errno = saved;
 		return;
 	}
-	hz_preload_ready(r);
-	hz_next.free(p);
+	hz_next.next_free(p);
 }
 
-HZ_PRIVATE_API void *hz_preload_calloc(hz_resolve_fn r, size_t nmemb, size_t size)
+HZ_PRIVATE_API void *hz_preload_calloc(size_t nmemb, size_t size)
 {
 	size_t total;
 	void *p;
@@ -74,48 +73,49 @@ HZ_PRIVATE_API void *hz_preload_calloc(hz_resolve_fn r, size_t nmemb, size_t siz
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (hz_preload_ready(r) && is_large(total) && (p = large_alloc(total, 0, true))) {
+	if (is_large(total) && (p = large_alloc(total, 0, true))) {
 		/* A new block comes straight from the kernel: already zero. */
 		hz_stats_add(callocs, 1);
 		hz_stats_add(calloc_bytes, total);
 		return p;
 	}
-	return hz_next.calloc(nmemb, size);
+	return hz_next.next_calloc(nmemb, size);
 }
 
 /* Move a block between hugezero and the next allocator, copying what both
  * sizes hold. */
 static void *move_across(void *p, size_t old_size, size_t size, int to_large)
 {
-	void *q = to_large ? large_alloc(size, 0, false) : hz_next.malloc(size);
+	void *q = to_large ? large_alloc(size, 0, false) : hz_next.next_malloc(size);
 
 	if (q == NULL)
 		return NULL;
 	memcpy(q, p, old_size < size ? old_size : size);
 	if (to_large)
-		hz_next.free(p);
+		hz_next.next_free(p);
 	else
 		hz_recycle_free(p);
 	return q;
 }
 
-HZ_PRIVATE_API void *hz_preload_realloc(hz_resolve_fn r, void *p, size_t size)
+HZ_PRIVATE_API void *hz_preload_realloc(void *p, size_t size)
 {
 	void *q;
 
-	if (!hz_preload_ready(r))
-		return hz_next.realloc(p, size);
-	if (p == NULL)
-		return hz_preload_malloc(r, size);
+	/* A bootstrap pointer first, start-up or not: no other allocator
+	 * knows it, and dlsym's first allocations come from there before the
+	 * rest of start-up runs with the real table installed. */
 	if (hz_boot_owns(p)) {
-		q = hz_preload_malloc(r, size);
+		q = hz_preload_malloc(size);
 		if (q)
 			memcpy(q, p, hz_boot_size(p) < size ? hz_boot_size(p) : size);
 		return q;
 	}
+	if (p == NULL)
+		return hz_preload_malloc(size);
 	if (hz_blocks_owns(p)) {
 		if (size == 0) { /* glibc frees and returns NULL */
-			hz_preload_free(r, p);
+			hz_preload_free(p);
 			return NULL;
 		}
 		if (size < threshold())
@@ -129,12 +129,12 @@ HZ_PRIVATE_API void *hz_preload_realloc(hz_resolve_fn r, void *p, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (size != 0 && is_large(size)) {
-		q = move_across(p, hz_next.malloc_usable_size(p), size, 1);
+	if (size != 0 && is_large(size) && hz_next_sizes_known) {
+		q = move_across(p, hz_next.next_malloc_usable_size(p), size, 1);
 		if (q)
 			return q;
 	}
-	return hz_next.realloc(p, size);
+	return hz_next.next_realloc(p, size);
 }
 
 static int bad_alignment(size_t align)
@@ -142,53 +142,52 @@ static int bad_alignment(size_t align)
 	return !hz_is_pow2(align) || align % sizeof(void *) != 0;
 }
 
-HZ_PRIVATE_API int hz_preload_posix_memalign(hz_resolve_fn r, void **out,
-					     size_t align, size_t size)
+HZ_PRIVATE_API int hz_preload_posix_memalign(void **out, size_t align, size_t size)
 {
 	void *p;
 
 	if (bad_alignment(align))
 		return EINVAL;
-	if (hz_preload_ready(r) && is_large(size) && align <= HZ_ALIGN_MAX &&
+	if (is_large(size) && align <= HZ_ALIGN_MAX &&
 	    (p = large_alloc(size, align, false))) {
 		*out = p;
 		return 0;
 	}
-	return hz_next.posix_memalign(out, align, size);
+	return hz_next.next_posix_memalign(out, align, size);
 }
 
 /* memalign and aligned_alloc: glibc accepts any alignment and rounds it up
  * to a power of two; that rounding is left to it for the odd cases. */
-static void *aligned_large(hz_resolve_fn r, size_t align, size_t size)
+static void *aligned_large(size_t align, size_t size)
 {
-	if (hz_preload_ready(r) && is_large(size) && hz_is_pow2(align) &&
+	if (is_large(size) && hz_is_pow2(align) &&
 	    align <= HZ_ALIGN_MAX)
 		return large_alloc(size, align, false);
 	return NULL;
 }
 
-HZ_PRIVATE_API void *hz_preload_aligned_alloc(hz_resolve_fn r, size_t align, size_t size)
+HZ_PRIVATE_API void *hz_preload_aligned_alloc(size_t align, size_t size)
 {
-	void *p = aligned_large(r, align, size);
+	void *p = aligned_large(align, size);
 
-	return p ? p : hz_next.aligned_alloc(align, size);
+	return p ? p : hz_next.next_aligned_alloc(align, size);
 }
 
-HZ_PRIVATE_API void *hz_preload_memalign(hz_resolve_fn r, size_t align, size_t size)
+HZ_PRIVATE_API void *hz_preload_memalign(size_t align, size_t size)
 {
-	void *p = aligned_large(r, align, size);
+	void *p = aligned_large(align, size);
 
-	return p ? p : hz_next.memalign(align, size);
+	return p ? p : hz_next.next_memalign(align, size);
 }
 
-HZ_PRIVATE_API void *hz_preload_valloc(hz_resolve_fn r, size_t size)
+HZ_PRIVATE_API void *hz_preload_valloc(size_t size)
 {
-	void *p = aligned_large(r, PAGE, size);
+	void *p = aligned_large(PAGE, size);
 
-	return p ? p : hz_next.valloc(size);
+	return p ? p : hz_next.next_valloc(size);
 }
 
-HZ_PRIVATE_API void *hz_preload_pvalloc(hz_resolve_fn r, size_t size)
+HZ_PRIVATE_API void *hz_preload_pvalloc(size_t size)
 {
 	void *p;
 
@@ -198,11 +197,11 @@ HZ_PRIVATE_API void *hz_preload_pvalloc(hz_resolve_fn r, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	p = aligned_large(r, PAGE, hz_align_up(size, PAGE));
-	return p ? p : hz_next.pvalloc(size);
+	p = aligned_large(PAGE, hz_align_up(size, PAGE));
+	return p ? p : hz_next.next_pvalloc(size);
 }
 
-HZ_PRIVATE_API size_t hz_preload_malloc_usable_size(hz_resolve_fn r, void *p)
+HZ_PRIVATE_API size_t hz_preload_malloc_usable_size(void *p)
 {
 	if (p == NULL)
 		return 0;
@@ -210,6 +209,5 @@ HZ_PRIVATE_API size_t hz_preload_malloc_usable_size(hz_resolve_fn r, void *p)
 		return hz_boot_size(p);
 	if (hz_blocks_owns(p))
 		return hz_blocks_usable(p);
-	hz_preload_ready(r);
-	return hz_next.malloc_usable_size(p);
+	return hz_next.next_malloc_usable_size(p);
 }

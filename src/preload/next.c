@@ -1,6 +1,7 @@
 /* The next allocator in the chain, and the bootstrap allocator used while
  * we look it up: dlsym may itself call calloc (for its error state), and that
  * call arrives here before we know where the real calloc is. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -10,8 +11,6 @@
 #include "../prim/prim.h"
 #include "../range.h"
 #include "preload.h"
-
-struct hz_next hz_next;
 
 /* 64 KiB: what dlsym and pthread_atfork ask for during start-up is a few
  * hundred bytes; memory from here is never reused. */
@@ -32,16 +31,26 @@ size_t hz_boot_size(const void *p)
 	return ((const size_t *)p)[-2];
 }
 
+/* The size is checked before the arena moves: a request that cannot fit
+ * takes nothing, so a huge one neither wraps boot_used nor spends the
+ * arena that the requests after it need. */
 static void *boot_malloc(size_t size)
 {
-	size_t need = hz_align_up(size, BOOT_ALIGN) + BOOT_ALIGN;
-	size_t at = __atomic_fetch_add(&boot_used, need, __ATOMIC_RELAXED);
+	size_t at = __atomic_load_n(&boot_used, __ATOMIC_RELAXED), need;
 	size_t *p;
 
-	if (size > BOOT_SIZE || at + need > BOOT_SIZE) {
+	if (size > BOOT_SIZE) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	need = hz_align_up(size, BOOT_ALIGN) + BOOT_ALIGN;
+	do {
+		if (need > BOOT_SIZE - at) {
+			errno = ENOMEM;
+			return NULL;
+		}
+	} while (!__atomic_compare_exchange_n(&boot_used, &at, at + need, true,
+					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
 	p = (size_t *)(boot_arena + at + BOOT_ALIGN);
 	p[-2] = size;
 	return p; /* static storage: already zero */
@@ -144,16 +153,14 @@ static void *sys_mremap(void *old, size_t old_len, size_t new_len, int flags, ..
 	return out;
 }
 
-static const struct hz_next bootstrap = {
-	boot_malloc, boot_free, boot_calloc, boot_realloc, boot_posix_memalign,
-	boot_memalign, boot_memalign, boot_valloc, boot_valloc, boot_usable,
-	sys_mmap, sys_munmap, sys_mremap,
-};
-
-void hz_next_use_bootstrap(struct hz_next *next)
-{
-	*next = bootstrap;
+#define BOOTSTRAP { \
+	boot_malloc, boot_free, boot_calloc, boot_realloc, boot_posix_memalign, \
+	boot_memalign, boot_memalign, boot_valloc, boot_valloc, boot_usable, \
+	sys_mmap, sys_munmap, sys_mremap, \
 }
+
+static const struct hz_next bootstrap = BOOTSTRAP;
+struct hz_next hz_next = BOOTSTRAP;
 
 /* Substitutes for functions an allocator may lack, built on the ones it
  * has (every allocator has malloc, free and one aligned entry point). */
@@ -166,7 +173,7 @@ static void *emu_calloc(size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	p = hz_next.malloc(total);
+	p = hz_next.next_malloc(total);
 	if (p)
 		memset(p, 0, total);
 	return p;
@@ -180,7 +187,7 @@ static size_t emu_usable(void *p)
 
 static int emu_posix_memalign(void **out, size_t align, size_t size)
 {
-	void *p = hz_next.memalign ? hz_next.memalign(align, size) : NULL;
+	void *p = hz_next.next_memalign ? hz_next.next_memalign(align, size) : NULL;
 
 	if (!p)
 		return ENOMEM;
@@ -191,7 +198,7 @@ static int emu_posix_memalign(void **out, size_t align, size_t size)
 static void *emu_memalign(size_t align, size_t size)
 {
 	void *p = NULL;
-	int ret = hz_next.posix_memalign(&p, align, size);
+	int ret = hz_next.next_posix_memalign(&p, align, size);
 
 	if (ret != 0)
 		errno = ret;
@@ -200,34 +207,48 @@ static void *emu_memalign(size_t align, size_t size)
 
 static void *emu_valloc(size_t size)
 {
-	return hz_next.memalign(4096, size);
+	return hz_next.next_memalign(4096, size);
+}
+
+int hz_next_sizes_known;
+
+/* Whether two functions are defined in the same loaded object. */
+static int same_object(void *a, void *b)
+{
+	Dl_info ia, ib;
+
+	return dladdr(a, &ia) != 0 && dladdr(b, &ib) != 0 && ia.dli_fbase == ib.dli_fbase;
 }
 
 void hz_next_complete(struct hz_next *next)
 {
 	/* malloc and free come as a pair: never mix a found one with ours. */
-	if (!next->malloc || !next->free) {
-		next->malloc = bootstrap.malloc;
-		next->free = bootstrap.free;
+	if (!next->next_malloc || !next->next_free) {
+		next->next_malloc = bootstrap.next_malloc;
+		next->next_free = bootstrap.next_free;
 	}
-	if (!next->calloc)
-		next->calloc = emu_calloc;
-	if (!next->malloc_usable_size)
-		next->malloc_usable_size = emu_usable;
-	if (!next->posix_memalign)
-		next->posix_memalign = next->memalign ? emu_posix_memalign : bootstrap.posix_memalign;
-	if (!next->memalign)
-		next->memalign = emu_memalign;
-	if (!next->aligned_alloc)
-		next->aligned_alloc = next->memalign;
-	if (!next->valloc)
-		next->valloc = emu_valloc;
-	if (!next->pvalloc)
-		next->pvalloc = emu_valloc;
-	if (!next->mmap)
-		next->mmap = sys_mmap;
-	if (!next->munmap)
-		next->munmap = sys_munmap;
-	if (!next->mremap)
-		next->mremap = sys_mremap;
+	if (!next->next_calloc)
+		next->next_calloc = emu_calloc;
+	hz_next_sizes_known = next->next_malloc_usable_size != NULL &&
+			      same_object((void *)next->next_malloc,
+					  (void *)next->next_malloc_usable_size);
+	if (!next->next_malloc_usable_size)
+		next->next_malloc_usable_size = emu_usable;
+	if (!next->next_posix_memalign)
+		next->next_posix_memalign = next->next_memalign ? emu_posix_memalign
+								: bootstrap.next_posix_memalign;
+	if (!next->next_memalign)
+		next->next_memalign = emu_memalign;
+	if (!next->next_aligned_alloc)
+		next->next_aligned_alloc = next->next_memalign;
+	if (!next->next_valloc)
+		next->next_valloc = emu_valloc;
+	if (!next->next_pvalloc)
+		next->next_pvalloc = emu_valloc;
+	if (!next->next_mmap)
+		next->next_mmap = sys_mmap;
+	if (!next->next_munmap)
+		next->next_munmap = sys_munmap;
+	if (!next->next_mremap)
+		next->next_mremap = sys_mremap;
 }

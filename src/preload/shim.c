@@ -1,6 +1,6 @@
 /* libhugezero-preload.so: the symbols that interpose the C library's, each
  * a one-line call into libhugezero.so, and the lookup of the next
- * allocator, which must happen here (see preload.h). */
+ * allocator, which must happen here, once (see shim_abi.h). */
 /* mmap and mmap64 are both exported: keep <sys/mman.h> from renaming one
  * into the other (64-bit off_t either way on 64-bit targets). */
 #undef _FILE_OFFSET_BITS
@@ -9,32 +9,82 @@
 #include <stdarg.h>
 #include <sys/mman.h>
 
-#include "../exec/exec.h"
-#include "preload.h"
+#include "../exec/dlopen.h"
+#include "shim_abi.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
+/* Start-up has completed: set once, never cleared. One load and a branch
+ * that is always taken the same way on every call, in place of the call
+ * into the library that checked its own state. */
+static int started;
+
 static void resolve(struct hz_next *next)
 {
-	next->malloc = dlsym(RTLD_NEXT, "malloc");
-	next->free = dlsym(RTLD_NEXT, "free");
-	next->calloc = dlsym(RTLD_NEXT, "calloc");
-	next->realloc = dlsym(RTLD_NEXT, "realloc");
-	next->posix_memalign = dlsym(RTLD_NEXT, "posix_memalign");
-	next->aligned_alloc = dlsym(RTLD_NEXT, "aligned_alloc");
-	next->memalign = dlsym(RTLD_NEXT, "memalign");
-	next->valloc = dlsym(RTLD_NEXT, "valloc");
-	next->pvalloc = dlsym(RTLD_NEXT, "pvalloc");
-	next->malloc_usable_size = dlsym(RTLD_NEXT, "malloc_usable_size");
-	next->mmap = dlsym(RTLD_NEXT, "mmap");
-	next->munmap = dlsym(RTLD_NEXT, "munmap");
-	next->mremap = dlsym(RTLD_NEXT, "mremap");
+	next->next_malloc = dlsym(RTLD_NEXT, "malloc");
+	next->next_free = dlsym(RTLD_NEXT, "free");
+	next->next_calloc = dlsym(RTLD_NEXT, "calloc");
+	next->next_realloc = dlsym(RTLD_NEXT, "realloc");
+	next->next_posix_memalign = dlsym(RTLD_NEXT, "posix_memalign");
+	next->next_aligned_alloc = dlsym(RTLD_NEXT, "aligned_alloc");
+	next->next_memalign = dlsym(RTLD_NEXT, "memalign");
+	next->next_valloc = dlsym(RTLD_NEXT, "valloc");
+	next->next_pvalloc = dlsym(RTLD_NEXT, "pvalloc");
+	next->next_malloc_usable_size = dlsym(RTLD_NEXT, "malloc_usable_size");
+	next->next_mmap = dlsym(RTLD_NEXT, "mmap");
+	next->next_munmap = dlsym(RTLD_NEXT, "munmap");
+	next->next_mremap = dlsym(RTLD_NEXT, "mremap");
 }
 
-EXPORT void *malloc(size_t size) { return hz_preload_malloc(resolve, size); }
-EXPORT void free(void *p) { hz_preload_free(resolve, p); }
-EXPORT void *calloc(size_t n, size_t size) { return hz_preload_calloc(resolve, n, size); }
-EXPORT void *realloc(void *p, size_t size) { return hz_preload_realloc(resolve, p, size); }
+/* The first call of a thread before start-up completed. In the thread that
+ * runs start-up, calls made meanwhile (dlsym allocates) return at once:
+ * the library's table is still the bootstrap allocator, which serves them. */
+static __attribute__((noinline, cold)) void start_up(void)
+{
+	struct hz_next found;
+
+	switch (hz_preload_begin()) {
+	case HZ_START_NESTED:
+		return;
+	case HZ_START_RESOLVE:
+		resolve(&found);
+		hz_preload_start(&found);
+		break;
+	case HZ_START_DONE:
+		break;
+	}
+	__atomic_store_n(&started, 1, __ATOMIC_RELEASE);
+}
+
+static inline void ready(void)
+{
+	if (__builtin_expect(!__atomic_load_n(&started, __ATOMIC_ACQUIRE), 0))
+		start_up();
+}
+
+EXPORT void *malloc(size_t size)
+{
+	ready();
+	return hz_preload_malloc(size);
+}
+
+EXPORT void free(void *p)
+{
+	ready();
+	hz_preload_free(p);
+}
+
+EXPORT void *calloc(size_t n, size_t size)
+{
+	ready();
+	return hz_preload_calloc(n, size);
+}
+
+EXPORT void *realloc(void *p, size_t size)
+{
+	ready();
+	return hz_preload_realloc(p, size);
+}
 
 EXPORT void *reallocarray(void *p, size_t n, size_t size)
 {
@@ -44,43 +94,63 @@ EXPORT void *reallocarray(void *p, size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return hz_preload_realloc(resolve, p, total);
+	ready();
+	return hz_preload_realloc(p, total);
 }
 
 EXPORT int posix_memalign(void **out, size_t align, size_t size)
 {
-	return hz_preload_posix_memalign(resolve, out, align, size);
+	ready();
+	return hz_preload_posix_memalign(out, align, size);
 }
 
 EXPORT void *aligned_alloc(size_t align, size_t size)
 {
-	return hz_preload_aligned_alloc(resolve, align, size);
+	ready();
+	return hz_preload_aligned_alloc(align, size);
 }
 
 EXPORT void *memalign(size_t align, size_t size)
 {
-	return hz_preload_memalign(resolve, align, size);
+	ready();
+	return hz_preload_memalign(align, size);
 }
 
-EXPORT void *valloc(size_t size) { return hz_preload_valloc(resolve, size); }
-EXPORT void *pvalloc(size_t size) { return hz_preload_pvalloc(resolve, size); }
+EXPORT void *valloc(size_t size)
+{
+	ready();
+	return hz_preload_valloc(size);
+}
+
+EXPORT void *pvalloc(size_t size)
+{
+	ready();
+	return hz_preload_pvalloc(size);
+}
 
 EXPORT size_t malloc_usable_size(void *p)
 {
-	return hz_preload_malloc_usable_size(resolve, p);
+	ready();
+	return hz_preload_malloc_usable_size(p);
 }
 
 EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	return hz_preload_mmap(resolve, addr, len, prot, flags, fd, off);
+	ready();
+	return hz_preload_mmap(addr, len, prot, flags, fd, off);
 }
 
 EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	return hz_preload_mmap(resolve, addr, len, prot, flags, fd, off);
+	ready();
+	return hz_preload_mmap(addr, len, prot, flags, fd, off);
 }
 
-EXPORT int munmap(void *addr, size_t len) { return hz_preload_munmap(resolve, addr, len); }
+EXPORT int munmap(void *addr, size_t len)
+{
+	ready();
+	return hz_preload_munmap(addr, len);
+}
 
 EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 {
@@ -91,7 +161,8 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 	if (flags & (MREMAP_FIXED | MREMAP_DONTUNMAP))
 		new_addr = va_arg(ap, void *);
 	va_end(ap);
-	return hz_preload_mremap(resolve, old, old_len, new_len, flags, new_addr);
+	ready();
+	return hz_preload_mremap(old, old_len, new_len, flags, new_addr);
 }
 
 /* dlopen: executable text on large folios (src/exec/). The caller's
@@ -113,7 +184,7 @@ EXPORT void *dlopen(const char *file, int flags)
  * report at exit. */
 __attribute__((constructor)) static void preload_start(void)
 {
-	hz_preload_start(resolve);
+	ready();
 }
 
 __attribute__((destructor)) static void preload_stop(void)

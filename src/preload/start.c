@@ -8,7 +8,7 @@
 
 #include "../blocks.h"
 #include "../cpu/relax.h"
-#include "../exec/exec.h"
+#include "../exec/start.h"
 #include "../log.h"
 #include "../options.h"
 #include "../recycle.h"
@@ -94,15 +94,12 @@ static void fork_child(void)
 	stdio_list_reset();
 }
 
-static void start(hz_resolve_fn resolve)
+/* Runs once, in the thread hz_preload_begin chose, with the next
+ * functions installed. */
+static void start(void)
 {
-	struct hz_next found = { 0 };
 	int ret;
 
-	hz_next_use_bootstrap(&hz_next);
-	resolve(&found);
-	hz_next_complete(&found);
-	hz_next = found;
 	if (hz_option_u64(HZ_OPT_DISABLE))
 		return;
 	/* Text first: before threads exist (remap needs that), and whatever
@@ -130,31 +127,44 @@ static void start(hz_resolve_fn resolve)
 	__atomic_store_n(&hz_preload_active, 1, __ATOMIC_RELEASE);
 }
 
-int hz_preload_ready(hz_resolve_fn resolve)
+HZ_PRIVATE_API enum hz_start_step hz_preload_begin(void)
 {
 	int expected = NEW;
 
 	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == READY)
-		return 1;
+		return HZ_START_DONE;
 	if (starting_here)
-		return 0;
+		return HZ_START_NESTED;
 	if (__atomic_compare_exchange_n(&state, &expected, STARTING, false,
 					__ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
 		starting_here = true;
-		start(resolve);
-		starting_here = false;
-		__atomic_store_n(&state, READY, __ATOMIC_RELEASE);
-		return 1;
+		return HZ_START_RESOLVE;
 	}
 	/* Another thread is starting up: it takes microseconds. */
 	while (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != READY)
 		hz_cpu_relax();
-	return 1;
+	return HZ_START_DONE;
 }
 
-HZ_PRIVATE_API void hz_preload_start(hz_resolve_fn resolve)
+HZ_PRIVATE_API void hz_preload_start(const struct hz_next *found)
 {
-	hz_preload_ready(resolve);
+	/* Set by the starting thread only, and read only by it. */
+	static bool installed;
+	struct hz_next next = *found;
+
+	/* The shim calls this after hz_preload_begin chose its thread; a
+	 * direct call claims the start itself; a later or nested one does
+	 * nothing. */
+	if (starting_here ? installed : hz_preload_begin() != HZ_START_RESOLVE)
+		return;
+	installed = true;
+	/* The resolver's own calls (dlsym allocates) went to the bootstrap,
+	 * which hz_next still is; from here on the real functions serve. */
+	hz_next_complete(&next);
+	hz_next = next;
+	start();
+	starting_here = false;
+	__atomic_store_n(&state, READY, __ATOMIC_RELEASE);
 }
 
 HZ_PRIVATE_API void hz_preload_exit(void)

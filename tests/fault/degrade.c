@@ -55,7 +55,7 @@ static int arm(enum hz_prim_call call, unsigned long nth, int error, bool every,
 static void start(const char *const *extra)
 {
 	scenario_env(extra);
-	hz_preload_start(fault_resolve);
+	fault_start();
 }
 
 static void run(int (*fn)(void *), void *arg, const char *what)
@@ -106,19 +106,19 @@ static int free_keeps_errno_child(void *arg)
 	int slots[4];
 
 	start(env);
-	a = hz_preload_malloc(fault_resolve, 3 * MiB);
-	b = hz_preload_malloc(fault_resolve, 3 * MiB);
-	c = hz_preload_malloc(fault_resolve, 3 * MiB);
+	a = hz_preload_malloc(3 * MiB);
+	b = hz_preload_malloc(3 * MiB);
+	c = hz_preload_malloc(3 * MiB);
 	CHECK(a && b && c && hz_blocks_owns(a) && hz_blocks_owns(b) && hz_blocks_owns(c));
 	memset(a, 1, 3 * MiB);
 	memset(b, 2, 3 * MiB);
 	memset(c, 3, 3 * MiB);
 	/* With a 4 MiB cache, a is cached and b's free evicts it; with no
 	 * cache, each free releases its own block. */
-	hz_preload_free(fault_resolve, a);
+	hz_preload_free(a);
 	fail_every_release(slots);
 	errno = EDOM;
-	hz_preload_free(fault_resolve, b);
+	hz_preload_free(b);
 	CHECK(errno == EDOM);
 	/* hz_recycle_free promises the same without the preload's help. */
 	errno = ERANGE;
@@ -162,14 +162,14 @@ static int populate_child(void *arg)
 	start(env);
 	slot = arm(HZ_CALL_MADVISE, 1, EINVAL, true, true, MADV_POPULATE_WRITE);
 	CHECK(!hz_feature_populate_write());
-	p = hz_preload_calloc(fault_resolve, 1, 16 * MiB);
+	p = hz_preload_calloc(1, 16 * MiB);
 	CHECK(p && hz_blocks_owns(p));
 	/* The advice was tried and refused: the block was populated some
 	 * other way, or not at all. */
 	CHECK(hz_prim_fault_fired(slot) > 0);
 	out->resident = resident(p, 16 * MiB);
 	out->zero = all_zero(p, 16 * MiB);
-	hz_preload_free(fault_resolve, p);
+	hz_preload_free(p);
 	return CHILD_OK;
 }
 
@@ -204,7 +204,7 @@ static int thp_check_child(void *arg)
 	thp_before = hz_stats.blocks[HZ_BACKING_THP];
 	/* 32 MiB: a fresh block gets the THP speed check, which times
 	 * MADV_POPULATE_WRITE of its first huge page. */
-	p = hz_preload_malloc(fault_resolve, 32 * MiB);
+	p = hz_preload_malloc(32 * MiB);
 	CHECK(p && hz_blocks_owns(p));
 	CHECK(hz_prim_fault_fired(slot) > 0);
 	if (hz_stats.blocks[HZ_BACKING_THP] == thp_before) {
@@ -213,7 +213,7 @@ static int thp_check_child(void *arg)
 	}
 	*slow = hz_stats.fallbacks[HZ_FB_THP_SLOW];
 	memset(p, 7, 32 * MiB);
-	hz_preload_free(fault_resolve, p);
+	hz_preload_free(p);
 	return CHILD_OK;
 }
 
@@ -338,8 +338,8 @@ static int naming_child(void *arg)
 	start(NULL);
 	slot = arm(HZ_CALL_PRCTL, 1, EINVAL, true, false, 0);
 	CHECK(!hz_feature_anon_name());
-	p = hz_preload_calloc(fault_resolve, 1, 5 * MiB);
-	q = hz_preload_malloc(fault_resolve, 700 * KiB);
+	p = hz_preload_calloc(1, 5 * MiB);
+	q = hz_preload_malloc(700 * KiB);
 	CHECK(p && q && hz_blocks_owns(p) && hz_blocks_owns(q));
 	CHECK(all_zero(p, 5 * MiB));
 	memset(p, 1, 5 * MiB);
@@ -348,8 +348,8 @@ static int naming_child(void *arg)
 	CHECK(hz_prim_fault_fired(slot) >= 2);
 	/* The stats page is named at start-up, before the fault is armed. */
 	CHECK(!maps_mention_but("[anon:hugezero", "[anon:hugezero-stats]"));
-	hz_preload_free(fault_resolve, p);
-	hz_preload_free(fault_resolve, q);
+	hz_preload_free(p);
+	hz_preload_free(q);
 	return CHILD_OK;
 }
 
@@ -412,25 +412,25 @@ static int realloc_child(void *arg)
 	(void)arg;
 	start(env);
 	/* Beyond the whole reservation: glibc gets it. */
-	p = hz_preload_malloc(fault_resolve, 4 * MiB);
+	p = hz_preload_malloc(4 * MiB);
 	CHECK(p && hz_blocks_owns(p));
 	memset(p, 0x11, 4 * MiB);
-	q = hz_preload_realloc(fault_resolve, p, 3 * GiB / 2);
+	q = hz_preload_realloc(p, 3 * GiB / 2);
 	CHECK(q && !hz_blocks_owns(q));
 	CHECK(q[0] == 0x11 && memcmp(q, q + 1, 4 * MiB - 1) == 0);
-	hz_preload_free(fault_resolve, q);
+	hz_preload_free(q);
 	/* Growing fails in place, by moving and by copying. */
-	p = hz_preload_malloc(fault_resolve, 4 * MiB);
+	p = hz_preload_malloc(4 * MiB);
 	CHECK(p && hz_blocks_owns(p));
 	memset(p, 0x22, 4 * MiB);
 	slots[0] = arm(HZ_CALL_MMAP, 1, ENOMEM, true, false, 0);
 	slots[1] = arm(HZ_CALL_MREMAP, 1, ENOMEM, true, false, 0);
-	q = hz_preload_realloc(fault_resolve, p, 64 * MiB);
+	q = hz_preload_realloc(p, 64 * MiB);
 	CHECK(hz_prim_fault_fired(slots[0]) > 0);
 	hz_prim_fault_disarm();
 	CHECK(q && !hz_blocks_owns(q));
 	CHECK(q[0] == 0x22 && memcmp(q, q + 1, 4 * MiB - 1) == 0);
-	hz_preload_free(fault_resolve, q);
+	hz_preload_free(q);
 	/* The old blocks went back to hugezero's cache. */
 	CHECK(hz_blocks_check(&bc) == 0 && bc.live_blocks == 0);
 	return CHILD_OK;
@@ -460,7 +460,7 @@ static int trim_child(void *arg)
 	start(NULL);
 	footprint_take(&before);
 	slot = arm(HZ_CALL_MUNMAP, t->nth, ENOMEM, false, false, 0);
-	m = hz_preload_mmap(fault_resolve, NULL, t->len, PROT_READ | PROT_WRITE,
+	m = hz_preload_mmap(NULL, t->len, PROT_READ | PROT_WRITE,
 			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	CHECK(m != MAP_FAILED);
 	if (hz_prim_fault_fired(slot) == 0) {
@@ -469,7 +469,7 @@ static int trim_child(void *arg)
 	}
 	hz_prim_fault_disarm();
 	memset(m, 1, t->len);
-	CHECK(hz_preload_munmap(fault_resolve, m, t->len) == 0);
+	CHECK(hz_preload_munmap(m, t->len) == 0);
 	footprint_take(&after);
 	CHECK(after.outside_bytes == before.outside_bytes);
 	return CHILD_OK;

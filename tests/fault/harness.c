@@ -18,21 +18,29 @@
 
 #define PAGE ((size_t)4096)
 
-void fault_resolve(struct hz_next *next)
+static void fault_resolve(struct hz_next *next)
 {
-	next->malloc = malloc;
-	next->free = free;
-	next->calloc = calloc;
-	next->realloc = realloc;
-	next->posix_memalign = posix_memalign;
-	next->aligned_alloc = aligned_alloc;
-	next->memalign = memalign;
-	next->valloc = valloc;
-	next->pvalloc = pvalloc;
-	next->malloc_usable_size = malloc_usable_size;
-	next->mmap = mmap;
-	next->munmap = munmap;
-	next->mremap = mremap;
+	next->next_malloc = malloc;
+	next->next_free = free;
+	next->next_calloc = calloc;
+	next->next_realloc = realloc;
+	next->next_posix_memalign = posix_memalign;
+	next->next_aligned_alloc = aligned_alloc;
+	next->next_memalign = memalign;
+	next->next_valloc = valloc;
+	next->next_pvalloc = pvalloc;
+	next->next_malloc_usable_size = malloc_usable_size;
+	next->next_mmap = mmap;
+	next->next_munmap = munmap;
+	next->next_mremap = mremap;
+}
+
+void fault_start(void)
+{
+	struct hz_next next;
+
+	fault_resolve(&next);
+	hz_preload_start(&next);
 }
 
 /* ---- footprint ---- */

@@ -21,8 +21,9 @@
 #define MiB ((size_t)1 << 20)
 #define GiB ((size_t)1 << 30)
 
-/* Fills hz_next with glibc's functions (the test is not preloaded). */
-void fault_resolve(struct hz_next *next);
+/* Starts hugezero with glibc's functions as the next ones (the test is
+ * not preloaded), as the shim does with what dlsym(RTLD_NEXT) finds. */
+void fault_start(void);
 
 /* ---- the workload ---- */
 

@@ -87,7 +87,7 @@ static void start_thp(void)
 	static const char *const env[] = { "HUGEZERO_BACKING=thp", NULL };
 
 	scenario_env(env);
-	hz_preload_start(fault_resolve);
+	fault_start();
 }
 
 static void run(int (*fn)(void *), const char *what)

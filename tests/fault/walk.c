@@ -100,7 +100,7 @@ static int preload_scenario(void *arg)
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	if (p->startup)
 		slot = arm(p);
-	hz_preload_start(fault_resolve);
+	fault_start();
 	if (p->startup) {
 		reached = hz_prim_fault_seen(slot) >= p->nth;
 		hz_prim_fault_disarm();

@@ -76,7 +76,7 @@ static bool check_result(struct ctx *c, int line, void *p, size_t size, size_t a
 	}
 	if (align && (uintptr_t)p % align != 0)
 		wrong(c, line, "misaligned", p);
-	if (hz_preload_malloc_usable_size(fault_resolve, p) < size)
+	if (hz_preload_malloc_usable_size(p) < size)
 		wrong(c, line, "usable size below the request", p);
 	if (size >= 256 * KiB && active() && !hz_blocks_owns(p)) {
 		c->r->next_served++;
@@ -91,7 +91,7 @@ static unsigned char *do_malloc(struct ctx *c, int line, size_t size, unsigned c
 	unsigned char *p;
 
 	errno = 0;
-	p = hz_preload_malloc(fault_resolve, size);
+	p = hz_preload_malloc(size);
 	if (!check_result(c, line, p, size, 16))
 		return NULL;
 	fill(p, size, seed);
@@ -103,7 +103,7 @@ static unsigned char *do_calloc(struct ctx *c, int line, size_t size, unsigned c
 	unsigned char *p;
 
 	errno = 0;
-	p = hz_preload_calloc(fault_resolve, 1, size);
+	p = hz_preload_calloc(1, size);
 	if (!check_result(c, line, p, size, 16))
 		return NULL;
 	if (!zero(p, size))
@@ -129,7 +129,7 @@ static void do_realloc(struct ctx *c, int line, struct kept *k, size_t size)
 	if (k->p == NULL)
 		return;
 	errno = 0;
-	q = hz_preload_realloc(fault_resolve, k->p, size);
+	q = hz_preload_realloc(k->p, size);
 	if (!check_result(c, line, q, size, 16)) {
 		if (!filled(k->p, k->size, k->seed))
 			wrong(c, line, "failed realloc lost the old block's contents", k->p);
@@ -152,7 +152,7 @@ static unsigned char *do_aligned(struct ctx *c, int line, int how, size_t align,
 	errno = 0;
 	switch (how) {
 	case 0:
-		ret = hz_preload_posix_memalign(fault_resolve, &p, align, size);
+		ret = hz_preload_posix_memalign(&p, align, size);
 		if (ret != 0) {
 			if (ret != ENOMEM)
 				wrong(c, line, "posix_memalign failed without ENOMEM", NULL);
@@ -161,16 +161,16 @@ static unsigned char *do_aligned(struct ctx *c, int line, int how, size_t align,
 		}
 		break;
 	case 1:
-		p = hz_preload_aligned_alloc(fault_resolve, align, size);
+		p = hz_preload_aligned_alloc(align, size);
 		break;
 	case 2:
-		p = hz_preload_memalign(fault_resolve, align, size);
+		p = hz_preload_memalign(align, size);
 		break;
 	case 3:
-		p = hz_preload_valloc(fault_resolve, size);
+		p = hz_preload_valloc(size);
 		break;
 	default:
-		p = hz_preload_pvalloc(fault_resolve, size);
+		p = hz_preload_pvalloc(size);
 		break;
 	}
 	if (!check_result(c, line, p, size, align))
@@ -185,7 +185,7 @@ static void do_free(struct ctx *c, int line, unsigned char *p, size_t size, unsi
 		return;
 	if (!filled(p, size, seed))
 		wrong(c, line, "block contents changed while it was live", p);
-	hz_preload_free(fault_resolve, p);
+	hz_preload_free(p);
 }
 
 /* A calloc of size checked for zero, its first 2 MiB written. */
@@ -194,7 +194,7 @@ static unsigned char *big_calloc(struct ctx *c, int line, size_t size)
 	unsigned char *p;
 
 	errno = 0;
-	p = hz_preload_calloc(fault_resolve, 1, size);
+	p = hz_preload_calloc(1, size);
 	if (!check_result(c, line, p, size, 16))
 		return NULL;
 	if (!zero(p, size))
@@ -207,13 +207,13 @@ static unsigned char *big_calloc(struct ctx *c, int line, size_t size)
  * dropped rather than cleared when it comes back for a calloc. */
 static void sparse_use(struct ctx *c, int line, size_t size)
 {
-	unsigned char *p = hz_preload_malloc(fault_resolve, size);
+	unsigned char *p = hz_preload_malloc(size);
 
 	if (!check_result(c, line, p, size, 16))
 		return;
 	for (size_t off = 0; off < size; off += 256 * KiB)
 		p[off] = 0x5a;
-	hz_preload_free(fault_resolve, p);
+	hz_preload_free(p);
 }
 
 /* Anonymous mmap, grown with mremap, unmapped; and the reservation
@@ -224,7 +224,7 @@ static void mappings(struct ctx *c)
 	unsigned char *m, *n;
 
 	errno = 0;
-	m = hz_preload_mmap(fault_resolve, NULL, len, PROT_READ | PROT_WRITE,
+	m = hz_preload_mmap(NULL, len, PROT_READ | PROT_WRITE,
 			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	c->r->ops++;
 	if (m == MAP_FAILED) {
@@ -238,7 +238,7 @@ static void mappings(struct ctx *c)
 		WRONG("large anonymous mmap not 2 MiB aligned", m);
 	fill(m, len, 7);
 	errno = 0;
-	n = hz_preload_mremap(fault_resolve, m, len, 2 * len, MREMAP_MAYMOVE, NULL);
+	n = hz_preload_mremap(m, len, 2 * len, MREMAP_MAYMOVE, NULL);
 	c->r->ops++;
 	if (n == MAP_FAILED) {
 		c->r->failed++;
@@ -249,11 +249,11 @@ static void mappings(struct ctx *c)
 		len *= 2;
 		fill(n, len, 8);
 	}
-	if (hz_preload_munmap(fault_resolve, n, len) != 0)
+	if (hz_preload_munmap(n, len) != 0)
 		WRONG("munmap of an anonymous mapping failed", n);
 	if (active()) {
 		errno = 0;
-		if (hz_preload_munmap(fault_resolve, (void *)hz_reservation.start, 2 * MiB) != -1 ||
+		if (hz_preload_munmap((void *)hz_reservation.start, 2 * MiB) != -1 ||
 		    errno != EINVAL)
 			WRONG("munmap inside the reservation not refused with EINVAL", NULL);
 	}
@@ -297,11 +297,11 @@ void workload_run(bool strict, struct workload_result *r)
 	 * it comes back sparse. */
 	big = big_calloc(c, __LINE__, 32 * MiB);
 	if (big)
-		hz_preload_free(fault_resolve, big);
+		hz_preload_free(big);
 	big = big_calloc(c, __LINE__, 30 * MiB);
 	mappings(c);
 	if (big)
-		hz_preload_free(fault_resolve, big);
+		hz_preload_free(big);
 	do_free(c, __LINE__, a.p, a.size, a.seed);
 	for (int k = 1; k < 5; k++)
 		do_free(c, __LINE__, al[k], aligns[k][1], (unsigned char)(20 + k));

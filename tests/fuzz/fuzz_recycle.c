@@ -121,7 +121,7 @@ FUZZ_NO_COVERAGE static size_t first_nonzero(const unsigned char *p, size_t n)
 
 static void check_block(const struct slot *s, const char *what, size_t align)
 {
-	size_t usable = hz_preload_malloc_usable_size(hz_test_libc_next, s->p);
+	size_t usable = hz_preload_malloc_usable_size(s->p);
 
 	FUZZ_CHECK(usable >= s->size, "%s(%zu): usable size %zu", what, s->size, usable);
 	FUZZ_CHECK(align == 0 || (uintptr_t)s->p % align == 0, "%s(%zu) = %p, not %zu-aligned",
@@ -151,7 +151,7 @@ static void release(struct slot *s)
 	FUZZ_CHECK(bad == s->size, "block %p (%zu bytes) changed at %zu while live",
 		   (void *)s->p, s->size, bad);
 	memset(s->p, DIRTY, s->size);
-	hz_preload_free(hz_test_libc_next, s->p);
+	hz_preload_free(s->p);
 	live_bytes -= s->size;
 	s->p = NULL;
 	s->size = 0;
@@ -163,15 +163,15 @@ static void *aligned(unsigned what, size_t align, size_t size)
 
 	switch (what) {
 	case 5:
-		return hz_preload_aligned_alloc(hz_test_libc_next, align, size);
+		return hz_preload_aligned_alloc(align, size);
 	case 6:
-		return hz_preload_memalign(hz_test_libc_next, align, size);
+		return hz_preload_memalign(align, size);
 	case 7:
-		return hz_preload_valloc(hz_test_libc_next, size);
+		return hz_preload_valloc(size);
 	case 8:
-		return hz_preload_pvalloc(hz_test_libc_next, size);
+		return hz_preload_pvalloc(size);
 	default:
-		FUZZ_CHECK(hz_preload_posix_memalign(hz_test_libc_next, &p, align, size) == 0 ||
+		FUZZ_CHECK(hz_preload_posix_memalign(&p, align, size) == 0 ||
 			   p == NULL, "posix_memalign failed yet set its pointer");
 		return p;
 	}
@@ -182,12 +182,12 @@ static void *aligned(unsigned what, size_t align, size_t size)
 static void bad_alignment(size_t align, size_t size)
 {
 	void *p = &p;
-	int ret = hz_preload_posix_memalign(hz_test_libc_next, &p, align, size);
+	int ret = hz_preload_posix_memalign(&p, align, size);
 
 	if (align == 0 || (align & (align - 1)) != 0 || align % sizeof(void *) != 0)
 		FUZZ_CHECK(ret == EINVAL && p == &p, "posix_memalign(%zu): %d", align, ret);
 	else if (ret == 0)
-		hz_preload_free(hz_test_libc_next, p);
+		hz_preload_free(p);
 }
 
 static void alloc_op(struct slot *s, unsigned what, size_t size, unsigned arg)
@@ -208,7 +208,7 @@ static void alloc_op(struct slot *s, unsigned what, size_t size, unsigned arg)
 		return;
 	if (what == 1) {
 		name = "calloc";
-		s->p = hz_preload_calloc(hz_test_libc_next, 1, size);
+		s->p = hz_preload_calloc(1, size);
 		FUZZ_CHECK(s->p != NULL, "calloc(%zu) failed", size);
 		FUZZ_CHECK(first_nonzero(s->p, size) == size, "calloc(%zu) = %p: byte %zu is %#x",
 			   size, (void *)s->p, first_nonzero(s->p, size),
@@ -220,7 +220,7 @@ static void alloc_op(struct slot *s, unsigned what, size_t size, unsigned arg)
 			align = 4096;
 		s->p = aligned(what, align, size);
 	} else {
-		s->p = hz_preload_malloc(hz_test_libc_next, size);
+		s->p = hz_preload_malloc(size);
 		align = 0;
 	}
 	FUZZ_CHECK(s->p != NULL, "%s(%zu) failed", name, size);
@@ -238,7 +238,7 @@ static void realloc_op(struct slot *s, size_t size)
 
 	if (live_bytes - s->size + size > LIVE_MAX)
 		return;
-	q = hz_preload_realloc(hz_test_libc_next, s->p, size);
+	q = hz_preload_realloc(s->p, size);
 	if (q == NULL && size == 0) { /* realloc(p, 0) freed it */
 		live_bytes -= s->size;
 		s->p = NULL;
@@ -266,15 +266,15 @@ static void huge_op(struct slot *s, unsigned what, unsigned arg)
 
 	errno = 0;
 	switch (what % 6) {
-	case 0: p = hz_preload_malloc(hz_test_libc_next, size); break;
-	case 1: p = hz_preload_calloc(hz_test_libc_next, 1, size); break;
-	case 2: ret = hz_preload_posix_memalign(hz_test_libc_next, &p, 4096, size); break;
-	case 3: p = hz_preload_memalign(hz_test_libc_next, (size_t)1 << 21, size); break;
-	case 4: p = hz_preload_pvalloc(hz_test_libc_next, size); break;
+	case 0: p = hz_preload_malloc(size); break;
+	case 1: p = hz_preload_calloc(1, size); break;
+	case 2: ret = hz_preload_posix_memalign(&p, 4096, size); break;
+	case 3: p = hz_preload_memalign((size_t)1 << 21, size); break;
+	case 4: p = hz_preload_pvalloc(size); break;
 	default:
 		if (s->p == NULL)
 			return;
-		p = hz_preload_realloc(hz_test_libc_next, s->p, size);
+		p = hz_preload_realloc(s->p, size);
 		FUZZ_CHECK(first_unstamped(s, s->size) == s->size,
 			   "failed realloc(%p, %zu) changed the block", (void *)s->p, size);
 		break;
@@ -305,7 +305,7 @@ static void one_op(const uint8_t *op)
 		size_t m = 2 + arg % 100, n = SIZE_MAX / m + 1 + (arg >> 8) % 16;
 
 		errno = 0;
-		FUZZ_CHECK(hz_preload_calloc(hz_test_libc_next, n, m) == NULL && errno == ENOMEM,
+		FUZZ_CHECK(hz_preload_calloc(n, m) == NULL && errno == ENOMEM,
 			   "calloc(%zu, %zu) overflowed", n, m);
 	} else if (what == 11) {
 		huge_op(s, op[0] >> 4, arg);

@@ -23,12 +23,12 @@ static void the_preloads_cache_and_the_extents_share_one_budget(void **state)
 	(void)state;
 	/* 48 MiB of freed blocks in the preload's cache */
 	for (int i = 0; i < 3; i++) {
-		block[i] = hz_preload_malloc(hz_test_libc_next, 16 * MiB);
+		block[i] = hz_preload_malloc(16 * MiB);
 		assert_non_null(block[i]);
 		memset(block[i], 1, 16 * MiB);
 	}
 	for (int i = 0; i < 3; i++)
-		hz_preload_free(hz_test_libc_next, block[i]);
+		hz_preload_free(block[i]);
 	/* An arena left holding nothing gives its regions back at once: keep
 	 * one page of it. */
 	keep = hz()->alloc(hz(), NULL, 4096, 4096, &zero, &commit, IND);
@@ -56,5 +56,6 @@ int main(void)
 		cmocka_unit_test(the_preloads_cache_and_the_extents_share_one_budget),
 	};
 
+	hz_test_libc_start();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -108,11 +108,11 @@ static void release_and_check(void)
 
 static void dirty_free(size_t size)
 {
-	unsigned char *p = hz_preload_malloc(hz_test_libc_next, size);
+	unsigned char *p = hz_preload_malloc(size);
 
 	assert_non_null(p);
 	memset(p, DIRTY, size);
-	hz_preload_free(hz_test_libc_next, p);
+	hz_preload_free(p);
 }
 
 static bool all_zero(const unsigned char *p, size_t n)
@@ -128,8 +128,8 @@ static bool all_zero(const unsigned char *p, size_t n)
 static const char *some_large_operations(size_t size)
 {
 	for (int i = 0; i < 4; i++) {
-		unsigned char *p = hz_preload_malloc(hz_test_libc_next, size);
-		unsigned char *q = hz_preload_calloc(hz_test_libc_next, 1, size);
+		unsigned char *p = hz_preload_malloc(size);
+		unsigned char *q = hz_preload_calloc(1, size);
 
 		if (p == NULL || q == NULL)
 			return "malloc or calloc failed";
@@ -137,8 +137,8 @@ static const char *some_large_operations(size_t size)
 			return "calloc returned a block that is not zero";
 		memset(p, DIRTY, size);
 		memset(q, DIRTY, size);
-		hz_preload_free(hz_test_libc_next, p);
-		hz_preload_free(hz_test_libc_next, q);
+		hz_preload_free(p);
+		hz_preload_free(q);
 	}
 	return NULL;
 }
@@ -219,8 +219,8 @@ static void held_while_zeroing_a_span_calloc_wants(void **state)
 	void *p;
 
 	(void)state;
-	p = hz_preload_calloc(hz_test_libc_next, 1, 32 * MiB); /* calloc demand */
-	hz_preload_free(hz_test_libc_next, p);
+	p = hz_preload_calloc(1, 32 * MiB); /* calloc demand */
+	hz_preload_free(p);
 	arm(HZ_PREZERO_AT_UNIT);
 	dirty_free(32 * MiB);
 	if (!wait_held(5000000000ull))
@@ -247,12 +247,12 @@ static void held_inside_a_shared_clear(void **state)
 		unsigned char *p;
 
 		dirty_free(size);
-		p = hz_preload_calloc(hz_test_libc_next, 1, size);
+		p = hz_preload_calloc(1, size);
 		r.done = (int)(now_ns() - t0 < BOUND_NS);
 		assert_non_null(p);
 		if (!all_zero(p, size))
 			fail_msg("calloc of a dirty %zu MiB block is not zero", size / MiB);
-		hz_preload_free(hz_test_libc_next, p);
+		hz_preload_free(p);
 		if (!r.done)
 			fail_msg("with the pre-zero thread held inside a chunk of its clear, "
 				 "calloc of %zu MiB took %.1f s: it waited for the thread",

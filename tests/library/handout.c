@@ -54,7 +54,7 @@ static void dies_saying(void (*hand_out)(void), const char *expect)
 
 static void revive_live_block(void)
 {
-	void *p = hz_preload_malloc(hz_test_libc_next, 8 * MiB);
+	void *p = hz_preload_malloc(8 * MiB);
 	struct hz_span span = { (uintptr_t)p, 4, HZ_BACKING_THP };
 
 	if (p == NULL || !hz_blocks_owns(p))
@@ -64,7 +64,7 @@ static void revive_live_block(void)
 
 static void revive_unclaimed_span(void)
 {
-	void *p = hz_preload_malloc(hz_test_libc_next, 8 * MiB); /* reserves */
+	void *p = hz_preload_malloc(8 * MiB); /* reserves */
 	struct hz_span span = { hz_reservation.start + ((size_t)4 << 30), 1, HZ_BACKING_THP };
 
 	if (p == NULL)
@@ -74,7 +74,7 @@ static void revive_unclaimed_span(void)
 
 static void revive_span_outside(void)
 {
-	void *p = hz_preload_malloc(hz_test_libc_next, 8 * MiB);
+	void *p = hz_preload_malloc(8 * MiB);
 	struct hz_span span = { hz_reservation.end - HZ_GRANULE, 2, HZ_BACKING_THP };
 
 	if (p == NULL)

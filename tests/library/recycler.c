@@ -115,9 +115,9 @@ static void check_owner(const void *p, size_t size, const char *what)
 	if (hz_blocks_owns(p) != (size >= THRESHOLD))
 		fail_msg("%s(%zu) = %p is %s hugezero block", what, size, p,
 			 hz_blocks_owns(p) ? "a" : "not a");
-	if (hz_preload_malloc_usable_size(hz_test_libc_next, (void *)p) < size)
+	if (hz_preload_malloc_usable_size((void *)p) < size)
 		fail_msg("%s(%zu): usable size %zu", what, size,
-			 hz_preload_malloc_usable_size(hz_test_libc_next, (void *)p));
+			 hz_preload_malloc_usable_size((void *)p));
 }
 
 static void release(struct slot *s)
@@ -127,14 +127,14 @@ static void release(struct slot *s)
 			 (void *)s->p, s->size);
 	memset(s->p, DIRTY, s->size);
 	escape(s->p);
-	hz_preload_free(hz_test_libc_next, s->p);
+	hz_preload_free(s->p);
 	s->p = NULL;
 }
 
 static void resize(struct slot *s, size_t size)
 {
 	size_t keep = size < s->size ? size : s->size;
-	unsigned char *q = hz_preload_realloc(hz_test_libc_next, s->p, size);
+	unsigned char *q = hz_preload_realloc(s->p, size);
 
 	if (q == NULL)
 		fail_msg("realloc(%p, %zu) failed", (void *)s->p, size);
@@ -157,20 +157,20 @@ static const char *fill(struct slot *s, struct hz_test_rng *r, uint64_t op)
 	s->seed = (unsigned char)hz_test_rng_next(r);
 	if (op % 4 == 1) {
 		what = "calloc";
-		p = hz_preload_calloc(hz_test_libc_next, 1, s->size);
+		p = hz_preload_calloc(1, s->size);
 		if (p)
 			assert_zero(p, s->size, "calloc");
 	} else if (op % 4 == 2) {
 		size_t align = (size_t)8 << (hz_test_rng_next(r) % 20); /* 8 B .. 4 MiB */
 
 		what = "posix_memalign";
-		if (hz_preload_posix_memalign(hz_test_libc_next, &p, align, s->size) != 0)
+		if (hz_preload_posix_memalign(&p, align, s->size) != 0)
 			p = NULL;
 		if (p && (uintptr_t)p % align != 0)
 			fail_msg("posix_memalign(%zu, %zu) = %p", align, s->size, p);
 	} else {
 		what = "malloc";
-		p = hz_preload_malloc(hz_test_libc_next, s->size);
+		p = hz_preload_malloc(s->size);
 	}
 	if (p == NULL)
 		fail_msg("%s(%zu) failed", what, s->size);
@@ -353,13 +353,13 @@ static void calloc_takes_over_the_block_being_prezeroed(void **state)
 
 	(void)state;
 	for (int i = 0; i < 30; i++) {
-		unsigned char *p = hz_preload_calloc(hz_test_libc_next, 1, size);
+		unsigned char *p = hz_preload_calloc(1, size);
 
 		assert_non_null(p);
 		assert_zero(p, size, "calloc of a block freed dirty");
 		memset(p, DIRTY, size);
 		escape(p);
-		hz_preload_free(hz_test_libc_next, p);
+		hz_preload_free(p);
 		usleep((useconds_t)(i % 7) * 500);
 	}
 	takeovers = __atomic_load_n(&hz_stats.takeovers, __ATOMIC_RELAXED) - takeovers0;
@@ -375,7 +375,7 @@ static void calloc_takes_over_the_block_being_prezeroed(void **state)
  * block: calloc there is zero, and a free there re-creates the thread. */
 static int child_checks(size_t big)
 {
-	unsigned char *c = hz_preload_calloc(hz_test_libc_next, 1, big);
+	unsigned char *c = hz_preload_calloc(1, big);
 
 	if (c == NULL)
 		return 2;
@@ -384,14 +384,14 @@ static int child_checks(size_t big)
 			return 3;
 	memset(c, DIRTY, big);
 	escape(c);
-	hz_preload_free(hz_test_libc_next, c);
-	c = hz_preload_calloc(hz_test_libc_next, 1, big);
+	hz_preload_free(c);
+	c = hz_preload_calloc(1, big);
 	if (c == NULL)
 		return 2;
 	for (size_t j = 0; j < big; j += 4096)
 		if (c[j] || c[j + 4095])
 			return 4;
-	hz_preload_free(hz_test_libc_next, c);
+	hz_preload_free(c);
 	return 0;
 }
 
@@ -401,19 +401,19 @@ static void fork_while_prezeroing_keeps_calloc_zero(void **state)
 
 	(void)state;
 	for (int i = 0; i < 10; i++) {
-		unsigned char *p = hz_preload_malloc(hz_test_libc_next, big);
+		unsigned char *p = hz_preload_malloc(big);
 		int status;
 		pid_t pid;
 
 		assert_non_null(p);
 		memset(p, DIRTY, big);
 		escape(p);
-		hz_preload_free(hz_test_libc_next, p);
+		hz_preload_free(p);
 		/* A calloc raises the demand for clean memory: the thread now
 		 * zeroes the dirty block, and fork catches it in flight. */
-		p = hz_preload_calloc(hz_test_libc_next, 1, 4 * MiB);
+		p = hz_preload_calloc(1, 4 * MiB);
 		assert_non_null(p);
-		hz_preload_free(hz_test_libc_next, p);
+		hz_preload_free(p);
 		usleep((useconds_t)(i * 300));
 		pid = fork();
 		assert_true(pid >= 0);
@@ -424,10 +424,10 @@ static void fork_while_prezeroing_keeps_calloc_zero(void **state)
 		if (WEXITSTATUS(status) != 0)
 			fail_msg("child %d: exit status %d (3, 4: calloc not zero)", i,
 				 WEXITSTATUS(status));
-		p = hz_preload_calloc(hz_test_libc_next, 1, big);
+		p = hz_preload_calloc(1, big);
 		assert_non_null(p);
 		assert_zero(p, big, "calloc in the parent after fork");
-		hz_preload_free(hz_test_libc_next, p);
+		hz_preload_free(p);
 	}
 }
 

@@ -1,0 +1,85 @@
+/* The shim ABI: the interface between libhugezero-preload.so (shim.c: the
+ * exported malloc, free, mmap... symbols, nothing else) and the
+ * interposition logic in libhugezero.so. Only shim.c and tests that stand
+ * in for it include this alone; the library's own state is in preload.h.
+ *
+ * dlsym(RTLD_NEXT) must run in the shim: "next" is relative to the object
+ * that asks, and only the shim sits right before the program's real
+ * allocator in the search order. So the shim resolves the next functions
+ * once, at the first call of any of its symbols, and hands the table down
+ * (hz_preload_begin, hz_preload_start); every later call passes only its
+ * own arguments. These hz_preload_* symbols are exported for the shim only; they are not a
+ * public API and change without notice. */
+#ifndef HZ_PRELOAD_SHIM_ABI_H
+#define HZ_PRELOAD_SHIM_ABI_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#define HZ_PRIVATE_API __attribute__((visibility("default")))
+
+/* The next allocator and mmap in the chain. The members carry a next_
+ * prefix so that they can never be taken for the symbols the shim exports
+ * (hz_next.next_free is the next allocator's free, never ours). */
+struct hz_next {
+	void *(*next_malloc)(size_t);
+	void (*next_free)(void *);
+	void *(*next_calloc)(size_t, size_t);
+	void *(*next_realloc)(void *, size_t);
+	int (*next_posix_memalign)(void **, size_t, size_t);
+	void *(*next_aligned_alloc)(size_t, size_t);
+	void *(*next_memalign)(size_t, size_t);
+	void *(*next_valloc)(size_t);
+	void *(*next_pvalloc)(size_t);
+	size_t (*next_malloc_usable_size)(void *);
+	void *(*next_mmap)(void *, size_t, int, int, int, off_t);
+	int (*next_munmap)(void *, size_t);
+	void *(*next_mremap)(void *, size_t, size_t, int, ...);
+};
+
+/* ---- start-up ---- */
+
+/* What hz_preload_begin tells the calling thread to do before its call. */
+enum hz_start_step {
+	HZ_START_DONE,    /* nothing: start-up has completed */
+	HZ_START_NESTED,  /* this thread is running start-up (dlsym calling
+			   * calloc): make the call, the bootstrap serves it */
+	HZ_START_RESOLVE, /* this thread starts: resolve the next functions
+			   * and call hz_preload_start with them */
+};
+
+/* The shim's first call of each thread until start-up has completed.
+ * Exactly one caller gets HZ_START_RESOLVE; the others wait here until it
+ * has called hz_preload_start (it takes microseconds), then get DONE. */
+HZ_PRIVATE_API enum hz_start_step hz_preload_begin(void);
+
+/* Install the next functions (NULL fields get hugezero's fallbacks; the
+ * table is copied) and run start-up before main. Called by the thread that
+ * hz_preload_begin told to resolve, or directly, before any other
+ * hz_preload_* call, by a program that links the library and stands in for
+ * the shim (the tests). Later calls do nothing. */
+HZ_PRIVATE_API void hz_preload_start(const struct hz_next *found);
+
+/* Called by the shim's destructor: the exit report. */
+HZ_PRIVATE_API void hz_preload_exit(void);
+
+/* ---- the interposed calls: start-up has completed, or this thread is
+ * running it ---- */
+
+HZ_PRIVATE_API void *hz_preload_malloc(size_t size);
+HZ_PRIVATE_API void hz_preload_free(void *p);
+HZ_PRIVATE_API void *hz_preload_calloc(size_t nmemb, size_t size);
+HZ_PRIVATE_API void *hz_preload_realloc(void *p, size_t size);
+HZ_PRIVATE_API int hz_preload_posix_memalign(void **out, size_t align, size_t size);
+HZ_PRIVATE_API void *hz_preload_aligned_alloc(size_t align, size_t size);
+HZ_PRIVATE_API void *hz_preload_memalign(size_t align, size_t size);
+HZ_PRIVATE_API void *hz_preload_valloc(size_t size);
+HZ_PRIVATE_API void *hz_preload_pvalloc(size_t size);
+HZ_PRIVATE_API size_t hz_preload_malloc_usable_size(void *p);
+HZ_PRIVATE_API void *hz_preload_mmap(void *addr, size_t len, int prot, int flags, int fd,
+				     off_t off);
+HZ_PRIVATE_API int hz_preload_munmap(void *addr, size_t len);
+HZ_PRIVATE_API void *hz_preload_mremap(void *old, size_t old_len, size_t new_len, int flags,
+				       void *new_addr);
+
+#endif /* HZ_PRELOAD_SHIM_ABI_H */
