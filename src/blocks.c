@@ -357,8 +357,10 @@ static int all_foreign;
 
 void hz_blocks_mark_foreign(uintptr_t start, size_t len)
 {
-	uintptr_t lo = __atomic_load_n(&hz_reservation.start, __ATOMIC_ACQUIRE);
+	/* end first: it is published last (reserve), after start and the
+	 * tables, so a call racing start-up sees all of them or nothing. */
 	uintptr_t hi = __atomic_load_n(&hz_reservation.end, __ATOMIC_ACQUIRE);
+	uintptr_t lo = __atomic_load_n(&hz_reservation.start, __ATOMIC_RELAXED);
 	uintptr_t end = len > UINTPTR_MAX - start ? UINTPTR_MAX : start + len;
 
 	if (start < lo)
