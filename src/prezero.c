@@ -334,6 +334,8 @@ static void zero_job(struct job *j)
 
 	if (!ours)
 		hz_blocks_mark_foreign(s.start, hz_span_bytes(&s));
+	else if (!hz_blocks_reusable(&s)) /* marked while zeroing: a hole, or mlockall */
+		ours = false;
 	j->result = s;
 	j->dirty = dirty;
 	j->released = !ours;

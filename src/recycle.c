@@ -119,6 +119,11 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 	hz_stats_add(cache_hits, 1);
 	if (zero && dirty > 0 && zero_dirty(&span, dirty) != 0)
 		return hz_blocks_alloc(size, align, out);
+	/* Zeroing marks a span in which a hole appeared meanwhile (zero.c). */
+	if (zero && dirty > 0 && !hz_blocks_reusable(&span)) {
+		give_back_foreign(&span);
+		return hz_blocks_alloc(size, align, out);
+	}
 	hz_blocks_revive(&span);
 	*out = (void *)span.start;
 	return 0;
@@ -147,6 +152,10 @@ void hz_recycle_free(void *p)
 			return;
 		}
 		hz_zero_with(e.span.start, hz_span_bytes(&e.span), 0, m, how);
+		if (!hz_blocks_reusable(&e.span)) { /* a hole appeared meanwhile */
+			hz_blocks_release_span(&e.span);
+			return;
+		}
 		e.clean = true;
 	}
 	e.idle_since = hz_prim_now_ns();
