@@ -40,15 +40,19 @@ static uintptr_t addr_of(size_t index)
 
 /* ---- granule bitmap (callers hold the lock) ---- */
 
+/* Claimed granules start plain: a foreign mark left from their last
+ * block went with its release. */
 static void mark(size_t first, size_t n, bool taken)
 {
 	for (size_t i = first; i < first + n; i++) {
 		uint64_t bit = 1ULL << (i % 64);
 
-		if (taken)
+		if (taken) {
 			used[i / 64] |= bit;
-		else
+			__atomic_store_n(&meta[i].foreign, 0, __ATOMIC_RELAXED);
+		} else {
 			used[i / 64] &= ~bit;
+		}
 	}
 }
 
@@ -252,13 +256,30 @@ int hz_blocks_alloc(size_t size, size_t align, void **out)
 	return 0;
 }
 
+static bool foreign_granules(size_t first, size_t n);
+
 /* Give [start, start + len) back to the reservation and its granules back
- * to the bitmap. If the kernel refuses (vm.max_map_count reached), drop the
- * memory but keep the granules claimed: reusing them could map over a
- * mapping the kernel placed in a hole. */
+ * to the bitmap; a foreign range is reset (hz_prim_reset_reservation). If
+ * the kernel refuses (vm.max_map_count reached; memory the program
+ * sealed), drop the memory but keep the granules claimed: reusing them
+ * could map over a mapping the kernel placed in a hole, or hand out what
+ * the program changed. */
 static void release(uintptr_t start, size_t len)
 {
-	if (hz_prim_decommit(start, len) != 0) {
+	bool foreign = foreign_granules(index_of(start), len / HZ_GRANULE);
+	int ret;
+
+	/* A foreign range with a hole (the program unmapped part of it, or
+	 * MADV_DONTFORK left it out of this child) may hold another mapping
+	 * the kernel placed there since: a reset would replace it. Only its
+	 * memory goes; its granules stay claimed, never used again. */
+	if (foreign && !hz_prim_all_mapped(start, len)) {
+		hz_prim_madvise((void *)start, len, MADV_DONTNEED);
+		hz_debug("%zu MiB at %p have a hole: left unused", len >> 20, (void *)start);
+		return;
+	}
+	ret = foreign ? hz_prim_reset_reservation(start, len) : hz_prim_decommit(start, len);
+	if (ret != 0) {
 		hz_prim_madvise((void *)start, len, MADV_DONTNEED);
 		hz_debug("could not return %zu bytes at %p to the reservation; "
 			 "their address space stays unused", len, (void *)start);
@@ -328,6 +349,48 @@ void hz_blocks_revive(const struct hz_span *span)
 void hz_blocks_release_span(const struct hz_span *span)
 {
 	release(span->start, hz_span_bytes(span));
+}
+
+/* ---- foreign blocks ---- */
+
+static int all_foreign;
+
+void hz_blocks_mark_foreign(uintptr_t start, size_t len)
+{
+	/* end first: it is published last (reserve), after start and the
+	 * tables, so a call racing start-up sees all of them or nothing. */
+	uintptr_t hi = __atomic_load_n(&hz_reservation.end, __ATOMIC_ACQUIRE);
+	uintptr_t lo = __atomic_load_n(&hz_reservation.start, __ATOMIC_RELAXED);
+	uintptr_t end = len > UINTPTR_MAX - start ? UINTPTR_MAX : start + len;
+
+	if (start < lo)
+		start = lo;
+	if (end > hi)
+		end = hi;
+	/* Release: a free that reads the mark after this store also sees
+	 * everything the program did before its call. */
+	for (uintptr_t a = start; a < end; a = hz_align_down(a, HZ_GRANULE) + HZ_GRANULE)
+		__atomic_store_n(&meta[index_of(a)].foreign, 1, __ATOMIC_RELEASE);
+}
+
+void hz_blocks_all_foreign(bool on)
+{
+	__atomic_store_n(&all_foreign, on, __ATOMIC_RELEASE);
+}
+
+static bool foreign_granules(size_t first, size_t n)
+{
+	if (__atomic_load_n(&all_foreign, __ATOMIC_ACQUIRE))
+		return true;
+	for (size_t i = first; i < first + n; i++)
+		if (__atomic_load_n(&meta[i].foreign, __ATOMIC_ACQUIRE))
+			return true;
+	return false;
+}
+
+bool hz_blocks_reusable(const struct hz_span *span)
+{
+	return !foreign_granules(index_of(span->start), span->granules);
 }
 
 void hz_blocks_free(void *p)
@@ -404,7 +467,8 @@ static int move_leaving_hole(size_t first, size_t old_g, size_t new_g, size_t to
  * in one, and we would take the pointers into it for ours (free would
  * stop the program). */
 static int move_block(size_t first, size_t old_g, size_t new_g, size_t unit,
-		      enum hz_backing backing, struct block_meta *old, uintptr_t *new_start)
+		      enum hz_backing backing, struct block_meta *old, uintptr_t *new_start,
+		      bool foreign)
 {
 	uintptr_t start = addr_of(first);
 	size_t old_len = old_g * HZ_GRANULE, to;
@@ -443,6 +507,10 @@ static int move_block(size_t first, size_t old_g, size_t new_g, size_t unit,
 		retire_old_place(old);
 		release(start, old_len);
 	}
+	/* The pages moved with their mappings' properties (mremap), so the
+	 * mark moves too: claiming the new place cleared it. */
+	if (foreign)
+		hz_blocks_mark_foreign(addr_of(to), old_g * HZ_GRANULE);
 	*new_start = addr_of(to);
 	return 0;
 }
@@ -485,7 +553,8 @@ int hz_blocks_resize(void *p, size_t size, void **out)
 	} else if (new_g > old_g) {
 		if (grow_in_place(first, old_g, new_g, backing) == 0) {
 			hz_stats_add(realloc_in_place, 1);
-		} else if (move_block(first, old_g, new_g, unit, backing, m, &start) == 0) {
+		} else if (move_block(first, old_g, new_g, unit, backing, m, &start,
+				      foreign_granules(first, old_g)) == 0) {
 			/* m stopped being live inside the move (retire_old_place). */
 			m = &meta[index_of(start)];
 			m->backing = (uint8_t)backing;

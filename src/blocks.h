@@ -71,8 +71,34 @@ void hz_blocks_retire(void *p, struct hz_span *span);
  * reservation, not claimed, or a block already live. */
 void hz_blocks_revive(const struct hz_span *span);
 
-/* Give a span's memory and address space back (to the reservation). */
+/* Give a span's memory and address space back (to the reservation). A
+ * foreign span (below) is reset first: hz_prim_reset_reservation. */
 void hz_blocks_release_span(const struct hz_span *span);
+
+/* ---- foreign blocks ----
+ *
+ * A block the program changed the mapping of (mprotect, mlock, madvise
+ * that changes the mapping, mmap MAP_FIXED over it, a userfaultfd: the
+ * preload's interposers, src/preload/foreign.c) is "foreign": it is not
+ * hugezero's private, anonymous, read-write, unlocked mapping any more.
+ * Its free releases it instead of caching it, and the release resets the
+ * range to plain reservation, which drops every such change, as glibc's
+ * munmap does. The mark is a byte per 2 MiB granule, set lock-free by the
+ * interposers (O(granules touched), no system call) and cleared when the
+ * granules are claimed again; reading it costs a load per granule of the
+ * block at free, and nothing on the paths that do not free. */
+
+/* Mark every granule of the reservation that [start, start + len)
+ * touches; the part outside it is ignored. Lock-free, async-signal-safe. */
+void hz_blocks_mark_foreign(uintptr_t start, size_t len);
+
+/* While on (mlockall(MCL_FUTURE): every new mapping is locked), every
+ * block counts as foreign. */
+void hz_blocks_all_foreign(bool on);
+
+/* Whether the span may be cached, zeroed and handed out again: no granule
+ * of it is foreign and hz_blocks_all_foreign is off. */
+bool hz_blocks_reusable(const struct hz_span *span);
 
 /* Free a block. A pointer inside the reservation that is not a live block's
  * start is a double free or a wild pointer: reported, then the program is

@@ -10,6 +10,7 @@ struct block_meta {
 	uint32_t granules; /* size of the block; meaningful on its first granule */
 	uint8_t backing;   /* enum hz_backing of its first mapping */
 	uint8_t live;      /* 1 while allocated; set on the first granule only */
+	uint8_t foreign;   /* 1: the program changed this granule's mapping (blocks.h) */
 };
 
 struct hz_blocks_view {

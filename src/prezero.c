@@ -277,11 +277,10 @@ static bool starved(size_t bytes, uint64_t ns)
 /* Zero the span of job j (a copy, s) from the end down, unit by unit,
  * until done, claimed, or starved (a sparse span is dropped at once).
  * Returns the bytes from the start still dirty. */
-static size_t zero_span(struct job *j, struct hz_span *s)
+static size_t zero_span(struct job *j, struct hz_span *s, enum hz_zero_method m)
 {
 	size_t unit_max = hz_cache_policy()->unit;
 	enum hz_zero_how how = hz_span_zero_how(s);
-	enum hz_zero_method m = hz_zero_choose(s->start, hz_span_bytes(s), how);
 	size_t top = hz_span_bytes(s), written = 0;
 	uint64_t t0 = hz_prim_now_ns();
 
@@ -312,15 +311,34 @@ static size_t zero_span(struct job *j, struct hz_span *s)
 	return top;
 }
 
-/* Zero job j's span, then hand it to its claimer or leave it DONE. */
+/* Zero job j's span, then hand it to its claimer or leave it DONE.
+ *
+ * The thread runs with every signal blocked: a fault in it kills the
+ * process past the program's own handler. So it writes only spans that
+ * are still plain memory of ours: the foreign mark is read again here,
+ * after the span left the table (a cached span is never foreign when it
+ * enters, but mlockall(MCL_CURRENT) marks every granule), and the hole
+ * check of hz_zero_choose comes before any write. A span that fails
+ * either is not touched: its claimer or collector releases it (its mark
+ * makes both do so). What the thread cannot see is a change the program
+ * made with a raw system call, not through the interposed wrappers, to
+ * a block it then freed (see src/preload/foreign.c). */
 static void zero_job(struct job *j)
 {
 	struct hz_span s = j->span;
-	size_t dirty = zero_span(j, &s);
+	enum hz_zero_method m;
+	bool ours = hz_blocks_reusable(&s) &&
+		    hz_zero_choose(s.start, hz_span_bytes(&s), hz_span_zero_how(&s), &m) == 0;
+	size_t dirty = ours ? zero_span(j, &s, m) : hz_span_bytes(&s);
 	int state = __atomic_load_n(&j->state, __ATOMIC_ACQUIRE);
 
+	if (!ours)
+		hz_blocks_mark_foreign(s.start, hz_span_bytes(&s));
+	else if (!hz_blocks_reusable(&s)) /* marked while zeroing: a hole, or mlockall */
+		ours = false;
 	j->result = s;
 	j->dirty = dirty;
+	j->released = !ours;
 	while (!__atomic_compare_exchange_n(&j->state, &state,
 					    state == JOB_CLAIMED ? JOB_HANDED : JOB_DONE, false,
 					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
@@ -549,6 +567,27 @@ static void fork_child_jobs(void)
 	}
 }
 
+/* A cached span the child did not inherit whole: the program advised it
+ * MADV_DONTFORK with a raw system call (the wrapper marks the block, and
+ * its free releases it), then freed it. malloc hands cached spans out
+ * without looking, so the child forgets them here: a mincore walk over
+ * the cache (at most HUGEZERO_CACHE_MAX, microseconds per GiB) once per
+ * fork, beside the fork's own copy of the page tables. */
+static void drop_holes(struct hz_cache_batch *b)
+{
+	for (unsigned i = cache.count; i-- > 0;) {
+		const struct hz_span *s = &cache.entries[i].span;
+
+		if (hz_prim_all_mapped(s->start, hz_span_bytes(s)))
+			continue;
+		struct hz_span gone = hz_cache_remove(&cache, i).span;
+
+		hz_blocks_mark_foreign(gone.start, hz_span_bytes(&gone));
+		hz_cache_batch_put(&cache, b, &gone);
+	}
+	publish_bytes();
+}
+
 /* The child has one thread: every flag is down whatever it was copied in,
  * and the thread is re-created on the next free. A table the thread was
  * changing at the fork (it stayed preempted in its turn past the deadline)
@@ -576,6 +615,7 @@ void hz_prezero_fork_child(void)
 	if (hz_prezero_share_fork_child(&kept))
 		hz_cache_add(&cache, (struct hz_cache_entry){ kept, hz_prim_now_ns(), false }, &b);
 	collect(&b);
+	drop_holes(&b);
 	hz_prezero_release(&b);
 }
 

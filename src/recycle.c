@@ -18,14 +18,28 @@
 #include "stats.h"
 #include "zero.h"
 
+/* A span that is not plain memory of ours any more (hz_blocks_reusable;
+ * a hole hz_zero_choose found) is released, never handed out or zeroed. */
+static void give_back_foreign(const struct hz_span *span)
+{
+	hz_blocks_mark_foreign(span->start, hz_span_bytes(span));
+	hz_stats_add(cache_released_bytes, hz_span_bytes(span));
+	hz_blocks_release_span(span);
+}
+
 /* Zero the dirty start of a span for calloc. -EAGAIN: the span went to the
- * pre-zero thread (it was late with its share of the clear). */
+ * pre-zero thread (it was late with its share of the clear); -EFAULT: it
+ * had a hole, and was released. */
 static int zero_dirty(struct hz_span *span, size_t dirty)
 {
 	uint64_t t0 = hz_prim_now_ns();
-	enum hz_zero_method m = hz_zero_choose(span->start, dirty, hz_span_zero_how(span));
+	enum hz_zero_method m;
 	size_t written;
 
+	if (hz_zero_choose(span->start, dirty, hz_span_zero_how(span), &m) != 0) {
+		give_back_foreign(span);
+		return -EFAULT;
+	}
 	if (hz_prezero_zero_for_calloc(span, dirty, m, &written) != 0)
 		return -EAGAIN;
 	hz_stats_add(cleared_bytes, written);
@@ -96,9 +110,20 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 		hz_stats_add(cache_misses, 1);
 		return hz_blocks_alloc(size, align, out); /* fresh: zero */
 	}
+	/* Cached spans are never foreign, but the mark may have come while
+	 * one was cached (mlockall(MCL_CURRENT) locks those too). */
+	if (!hz_blocks_reusable(&span)) {
+		give_back_foreign(&span);
+		return hz_blocks_alloc(size, align, out);
+	}
 	hz_stats_add(cache_hits, 1);
 	if (zero && dirty > 0 && zero_dirty(&span, dirty) != 0)
 		return hz_blocks_alloc(size, align, out);
+	/* Zeroing marks a span in which a hole appeared meanwhile (zero.c). */
+	if (zero && dirty > 0 && !hz_blocks_reusable(&span)) {
+		give_back_foreign(&span);
+		return hz_blocks_alloc(size, align, out);
+	}
 	hz_blocks_revive(&span);
 	*out = (void *)span.start;
 	return 0;
@@ -112,12 +137,25 @@ void hz_recycle_free(void *p)
 	struct hz_cache *c;
 
 	hz_blocks_retire(p, &e.span);
-	if (hz_span_bytes(&e.span) > policy->cache_max) {
+	/* A foreign block (blocks.h) goes back reset, as glibc's munmap would
+	 * drop what the program did to it. */
+	if (hz_span_bytes(&e.span) > policy->cache_max || !hz_blocks_reusable(&e.span)) {
 		hz_blocks_release_span(&e.span);
 		return;
 	}
 	if (policy->zero_on_free) {
-		hz_zero_range(e.span.start, hz_span_bytes(&e.span), 0, hz_span_zero_how(&e.span));
+		enum hz_zero_how how = hz_span_zero_how(&e.span);
+		enum hz_zero_method m;
+
+		if (hz_zero_choose(e.span.start, hz_span_bytes(&e.span), how, &m) != 0) {
+			give_back_foreign(&e.span);
+			return;
+		}
+		hz_zero_with(e.span.start, hz_span_bytes(&e.span), 0, m, how);
+		if (!hz_blocks_reusable(&e.span)) { /* a hole appeared meanwhile */
+			hz_blocks_release_span(&e.span);
+			return;
+		}
 		e.clean = true;
 	}
 	e.idle_since = hz_prim_now_ns();
@@ -132,6 +170,22 @@ void hz_recycle_free(void *p)
 	hz_prezero_release(&b);
 	if (hz_prezero_mode() == HZ_PREZERO_OPT_THREAD && !e.clean)
 		hz_prezero_wake();
+}
+
+void hz_recycle_drop_cached(void)
+{
+	struct hz_cache_batch b = { .count = 0 };
+	struct hz_cache *c = hz_prezero_enter(&b);
+
+	if (!c)
+		return; /* the thread holds the table: its spans are marked anyway */
+	while (c->count > 0) {
+		struct hz_span s = hz_cache_remove(c, c->count - 1).span;
+
+		hz_cache_batch_put(c, &b, &s);
+	}
+	hz_prezero_leave();
+	hz_prezero_release(&b);
 }
 
 void hz_recycle_fork_prepare(void)

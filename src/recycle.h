@@ -19,6 +19,11 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out);
  * full or disabled). Keeps errno. */
 void hz_recycle_free(void *p);
 
+/* Release every cached block now (mlockall locked them, or will lock
+ * every new mapping: a cached block would stay locked, or be handed out
+ * unlocked). Keeps errno. */
+void hz_recycle_drop_cached(void);
+
 /* fork handlers. */
 void hz_recycle_fork_prepare(void);
 void hz_recycle_fork_parent(void);

@@ -1,9 +1,11 @@
 /* See zero.h. */
 #include "zero.h"
 
+#include <errno.h>
 #include <sys/mman.h>
 
 #include "../include/hugezero.h"
+#include "blocks.h"
 #include "clear/policy.h"
 #include "prim/memory.h"
 #include "prim/prim.h"
@@ -60,6 +62,7 @@ static bool use_cached_stores(size_t len, uintptr_t hint)
 }
 
 struct walk {
+	uintptr_t reached;   /* the end of the last run passed */
 	uintptr_t hint;
 	bool cached;         /* clear with cached stores (use_cached_stores) */
 	bool may_swap;
@@ -81,6 +84,7 @@ static void finish_run(void *ctx, struct hz_range run, bool resident)
 {
 	struct walk *w = ctx;
 
+	w->reached = run.end;
 	if (!resident) {
 		/* A page swapped out may hold data: drop it, or (the drop
 		 * refused, as for mlocked memory) clear it. */
@@ -109,22 +113,47 @@ static void count_resident(void *ctx, struct hz_range run, bool resident)
 }
 
 /* Pages whose residency mincore could not tell count as resident (see
- * hz_prim_residency). */
-static size_t resident_bytes(uintptr_t start, size_t len)
+ * hz_prim_residency). -ENOMEM: the range has a hole (hz_prim_all_mapped
+ * confirms it; when it finds none, residency is unknown: all used). */
+static int resident_bytes(uintptr_t start, size_t len, size_t *bytes)
 {
-	size_t bytes = 0;
+	*bytes = 0;
+	if (hz_prim_residency(start, len, count_resident, bytes) != -ENOMEM)
+		return 0;
+	if (!hz_prim_all_mapped(start, len))
+		return -ENOMEM;
+	*bytes = len;
+	return 0;
+}
 
-	hz_prim_residency(start, len, count_resident, &bytes);
-	return bytes;
+/* mincore failed with ENOMEM at w->reached, after hz_zero_choose found the
+ * range mapped: a hole made since, or a failure that was not one (fault
+ * injection). It is asked again: when the rest is all mapped, it is
+ * cleared whole (its residency is unknown, and it is known to be there).
+ * When not, nothing more is written, and the range is marked foreign, so
+ * the recycler, which reads the mark after zeroing, never hands it out. */
+static void finish_after_failed_probe(struct walk *w, uintptr_t end)
+{
+	struct hz_range rest = { w->reached, end };
+
+	if (hz_range_empty(rest))
+		return;
+	if (!hz_prim_all_mapped(rest.start, hz_range_len(rest))) {
+		hz_blocks_mark_foreign(rest.start, hz_range_len(rest));
+		return;
+	}
+	clear_run(w, rest, hz_range_contains(rest, w->hint) ? w->hint : 0);
+	w->written += hz_range_len(rest);
 }
 
 /* Clear (or drop) the resident runs, the one holding the hint last. */
 static size_t zero_resident_runs(uintptr_t start, size_t len, uintptr_t hint,
 				 bool may_swap, bool drop)
 {
-	struct walk w = { hint, use_cached_stores(len, hint), may_swap, drop, { 0, 0 }, 0 };
+	struct walk w = { start, hint, use_cached_stores(len, hint), may_swap, drop, { 0, 0 }, 0 };
 
-	hz_prim_residency(start, len, finish_run, &w);
+	if (hz_prim_residency(start, len, finish_run, &w) == -ENOMEM)
+		finish_after_failed_probe(&w, start + len);
 	if (!hz_range_empty(w.hot)) {
 		clear_run(&w, w.hot, hint);
 		w.written += hz_range_len(w.hot);
@@ -134,11 +163,20 @@ static size_t zero_resident_runs(uintptr_t start, size_t len, uintptr_t hint,
 
 /* Below half resident, the next user is unlikely to touch the pages
  * either: leave the zeroing to the kernel, on demand. */
-enum hz_zero_method hz_zero_choose(uintptr_t start, size_t len, enum hz_zero_how how)
+int hz_zero_choose(uintptr_t start, size_t len, enum hz_zero_how how,
+		   enum hz_zero_method *method)
 {
-	if (how == HZ_ZERO_ANY && hz_zero_residency_trusted() && resident_bytes(start, len) < len / 2)
-		return HZ_ZERO_DROP;
-	return HZ_ZERO_CLEAR;
+	size_t resident;
+
+	/* mincore tells a hole (ENOMEM) even where it cannot be trusted to
+	 * tell residency (emulators), and it costs a few microseconds per
+	 * 64 MiB: asked for every range, before anything is written. */
+	if (resident_bytes(start, len, &resident) != 0)
+		return -EFAULT;
+	*method = how == HZ_ZERO_ANY && hz_zero_residency_trusted() && resident < len / 2
+			  ? HZ_ZERO_DROP
+			  : HZ_ZERO_CLEAR;
+	return 0;
 }
 
 size_t hz_zero_with(uintptr_t start, size_t len, uintptr_t hint,
@@ -167,5 +205,9 @@ size_t hz_zero_with(uintptr_t start, size_t len, uintptr_t hint,
 size_t hz_zero_range(uintptr_t start, size_t len, uintptr_t hint,
 		     enum hz_zero_how how)
 {
-	return hz_zero_with(start, len, hint, hz_zero_choose(start, len, how), how);
+	enum hz_zero_method m;
+
+	if (hz_zero_choose(start, len, how, &m) != 0)
+		return 0;
+	return hz_zero_with(start, len, hint, m, how);
 }

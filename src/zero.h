@@ -28,6 +28,7 @@ enum hz_zero_how {
  *    holding hint is cleared last, with the hint, so it is in the cache.
  * This relies on mincore and MADV_DONTNEED behaving as on Linux; a start-up
  * probe checks both, and without them the whole range is cleared.
+ * A range with a hole (hz_zero_choose) is not written at all.
  * Returns the bytes written. */
 size_t hz_zero_range(uintptr_t start, size_t len, uintptr_t hint,
 		     enum hz_zero_how how);
@@ -36,7 +37,15 @@ size_t hz_zero_range(uintptr_t start, size_t len, uintptr_t hint,
  * recycler gives sparsely used blocks 4 KiB pages from then on). */
 enum hz_zero_method { HZ_ZERO_DROP, HZ_ZERO_CLEAR };
 
-enum hz_zero_method hz_zero_choose(uintptr_t start, size_t len, enum hz_zero_how how);
+/* Choose how to zero [start, start + len) into *method. Returns 0, or
+ * -EFAULT when part of the range is not mapped at all (mincore: ENOMEM; a
+ * hole the program made, or MADV_DONTFORK left in a child): the range is
+ * not hugezero's plain memory any more, nothing may write it, and the
+ * caller gives it back (hz_blocks_mark_foreign, then release) instead of
+ * handing it out. Checked whatever the backing and whether mincore is
+ * trusted: a failed probe never means "clear everything". */
+int hz_zero_choose(uintptr_t start, size_t len, enum hz_zero_how how,
+		   enum hz_zero_method *method);
 size_t hz_zero_with(uintptr_t start, size_t len, uintptr_t hint,
 		    enum hz_zero_method method, enum hz_zero_how how);
 

@@ -273,6 +273,58 @@ static void residency_walks_maximal_runs(void **state)
 	munmap(p, 8 * PAGE);
 }
 
+/* A hole in the second 16 MiB piece mincore is asked for (ENOMEM): the
+ * runs of the first piece are passed, nothing of the piece with the hole
+ * or after it, and the walk says -ENOMEM, never "resident". */
+static void residency_stops_at_a_hole(void **state)
+{
+	const size_t len = 48 << 20, hole = 24 << 20;
+	struct runs r = { .count = 0 };
+	char *p;
+
+	(void)state;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(p != MAP_FAILED);
+	assert_int_equal(munmap(p + hole, PAGE), 0);
+	assert_int_equal(hz_prim_residency((uintptr_t)p, len, note_run, &r), -ENOMEM);
+	assert_true(r.count >= 1);
+	assert_true(r.run[0].start == (uintptr_t)p);
+	assert_true(r.run[r.count - 1].end == (uintptr_t)p + (16 << 20));
+	assert_false(hz_prim_all_mapped((uintptr_t)p, len));
+	assert_true(hz_prim_all_mapped((uintptr_t)p, hole));
+	munmap(p, len);
+}
+
+/* What the program did to a range (read-only, locked, advised not to
+ * fork, a file mapped over part of it) goes with the reset: the range is
+ * one plain PROT_NONE reservation again, committed as new memory after. */
+static void reset_reservation_drops_what_the_program_did(void **state)
+{
+	const size_t len = 4 << 20;
+	unsigned char vec[1];
+	bool advised;
+	char *p;
+	void *v;
+
+	(void)state;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(p != MAP_FAILED);
+	memset(p, 7, len);
+	assert_int_equal(madvise(p, len / 2, MADV_DONTFORK), 0);
+	assert_int_equal(mprotect(p + PAGE, PAGE, PROT_READ), 0);
+	(void)mlock(p + 2 * PAGE, PAGE); /* may exceed RLIMIT_MEMLOCK: then not locked */
+	v = mmap(p + len / 2, PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	assert_true(v == p + len / 2);
+	assert_int_equal(hz_prim_reset_reservation((uintptr_t)p, len), 0);
+	assert_int_equal(mincore(p, PAGE, vec), 0); /* still ours: mapped */
+	assert_false(vec[0] & 1);
+	assert_int_equal(hz_prim_commit((uintptr_t)p, len, HZ_PAGES_SMALL, &advised), 0);
+	for (size_t off = 0; off < len; off += PAGE)
+		assert_int_equal(p[off], 0);
+	memset(p, 1, len); /* all writable again */
+	munmap(p, len);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -284,6 +336,8 @@ int main(void)
 		cmocka_unit_test(reserve_hole_spares_a_mapping_made_in_the_hole),
 		cmocka_unit_test(failed_hugetlb_commit_refills_the_hole),
 		cmocka_unit_test(residency_walks_maximal_runs),
+		cmocka_unit_test(residency_stops_at_a_hole),
+		cmocka_unit_test(reset_reservation_drops_what_the_program_did),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

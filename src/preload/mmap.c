@@ -13,6 +13,7 @@
 #include "../prim/prim.h"
 #include "../range.h"
 #include "../stats.h"
+#include "foreign.h"
 #include "preload.h"
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -71,6 +72,8 @@ HZ_PRIVATE_API void *hz_preload_mmap(void *addr, size_t len, int prot, int flags
 			return p;
 		errno = saved; /* try the plain request below */
 	}
+	if (flags & MAP_FIXED)
+		hz_foreign_changed(addr, len); /* over a block: foreign.h */
 	return hz_next.next_mmap(addr, len, prot, flags, fd, off);
 }
 
@@ -100,6 +103,15 @@ static void refuse(const char *what, const void *addr)
 HZ_PRIVATE_API int hz_preload_munmap(void *addr, size_t len)
 {
 	if (touches_reservation(addr, len)) {
+		/* The program's own mapping over a block goes (foreign.h). */
+		int ret = hz_foreign_unmap(addr, len);
+
+		if (ret == 0)
+			return 0;
+		if (ret != -EINVAL) {
+			errno = -ret;
+			return -1;
+		}
 		refuse("munmap", addr);
 		return -1;
 	}

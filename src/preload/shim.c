@@ -191,3 +191,103 @@ __attribute__((destructor)) static void preload_stop(void)
 {
 	hz_preload_exit();
 }
+
+/* ---- blocks the program changes (src/preload/foreign.h) ----
+ * Each wrapper tells libhugezero.so which blocks the call touches, then
+ * makes the real call, found here with RTLD_NEXT (see preload.h). */
+#include <sys/ioctl.h>
+
+#include "foreign.h"
+
+/* The next definition of name, looked up once. */
+#define NEXT(type, name)                                                     \
+	({                                                                   \
+		static __typeof__(type) next_;                               \
+		__typeof__(type) fn_ = __atomic_load_n(&next_, __ATOMIC_RELAXED); \
+		if (fn_ == NULL) {                                           \
+			fn_ = (__typeof__(type))dlsym(RTLD_NEXT, name);      \
+			__atomic_store_n(&next_, fn_, __ATOMIC_RELAXED);     \
+		}                                                            \
+		fn_;                                                         \
+	})
+
+/* A function this C library lacks fails as the kernel would without it. */
+#define CALL_NEXT(type, name, ...)                                           \
+	({                                                                   \
+		__typeof__(type) f_ = NEXT(type, name);                      \
+		f_ ? f_(__VA_ARGS__) : (errno = ENOSYS, -1);                 \
+	})
+
+EXPORT int mprotect(void *addr, size_t len, int prot)
+{
+	hz_foreign_changed(addr, len);
+	return CALL_NEXT(int (*)(void *, size_t, int), "mprotect", addr, len, prot);
+}
+
+EXPORT int pkey_mprotect(void *addr, size_t len, int prot, int pkey)
+{
+	hz_foreign_changed(addr, len);
+	return CALL_NEXT(int (*)(void *, size_t, int, int), "pkey_mprotect", addr, len, prot,
+			 pkey);
+}
+
+EXPORT int mlock(const void *addr, size_t len)
+{
+	hz_foreign_changed(addr, len);
+	return CALL_NEXT(int (*)(const void *, size_t), "mlock", addr, len);
+}
+
+EXPORT int mlock2(const void *addr, size_t len, unsigned int flags)
+{
+	hz_foreign_changed(addr, len);
+	return CALL_NEXT(int (*)(const void *, size_t, unsigned int), "mlock2", addr, len, flags);
+}
+
+EXPORT int mlockall(int flags)
+{
+	int ret;
+
+	hz_foreign_lock_all_begin(flags);
+	ret = CALL_NEXT(int (*)(int), "mlockall", flags);
+	hz_foreign_lock_all_end(flags, ret);
+	return ret;
+}
+
+EXPORT int munlockall(void)
+{
+	int ret = CALL_NEXT(int (*)(void), "munlockall");
+
+	hz_foreign_unlock_all_end(ret);
+	return ret;
+}
+
+EXPORT int madvise(void *addr, size_t len, int advice)
+{
+	hz_foreign_advised(addr, len, advice);
+	return CALL_NEXT(int (*)(void *, size_t, int), "madvise", addr, len, advice);
+}
+
+/* glibc's posix_madvise makes the system call itself, past madvise. It
+ * returns an error number, not -1. */
+EXPORT int posix_madvise(void *addr, size_t len, int advice)
+{
+	int (*fn)(void *, size_t, int) = NEXT(int (*)(void *, size_t, int), "posix_madvise");
+
+	hz_foreign_advised(addr, len, advice);
+	return fn ? fn(addr, len, advice) : ENOSYS;
+}
+
+/* One pointer-sized argument or none: what every ioctl request takes. */
+EXPORT int ioctl(int fd, unsigned long request, ...)
+{
+	void *arg;
+	va_list ap;
+	int ret;
+
+	va_start(ap, request);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	ret = CALL_NEXT(int (*)(int, unsigned long, void *), "ioctl", fd, request, arg);
+	hz_foreign_ioctl_end(request, arg, ret);
+	return ret;
+}

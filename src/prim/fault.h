@@ -52,6 +52,7 @@ enum hz_prim_call {
 	HZ_CALL_CACHESTAT, /* hz_prim_cachestat and the feature probe; -ENOSYS is "before 6.5" */
 	HZ_CALL_FADVISE,
 	HZ_CALL_UNAME,
+	HZ_CALL_MUNLOCK,   /* hz_prim_reset_reservation, freeing a block the program changed */
 	HZ_CALL_COUNT
 };
 

@@ -125,6 +125,15 @@ int hz_prim_mprotect(void *addr, size_t len, int prot)
 	return (int)SYSCALL(SYS_mprotect, addr, len, prot);
 }
 
+int hz_prim_munlock(void *addr, size_t len)
+{
+	int err = hz_prim_fault(HZ_CALL_MUNLOCK, 0, len);
+
+	if (err)
+		return err;
+	return (int)SYSCALL(SYS_munlock, addr, len);
+}
+
 int hz_prim_mincore(void *addr, size_t len, unsigned char *vec)
 {
 	int err = hz_prim_fault(HZ_CALL_MINCORE, 0, len);

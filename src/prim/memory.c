@@ -79,6 +79,17 @@ int hz_prim_decommit(uintptr_t start, size_t len)
 			    -1, 0, &addr);
 }
 
+int hz_prim_reset_reservation(uintptr_t start, size_t len)
+{
+	int ret;
+
+	hz_prim_munlock((void *)start, len);
+	ret = hz_prim_decommit(start, len);
+	if (ret == 0)
+		hz_prim_munlock((void *)start, len);
+	return ret;
+}
+
 /* Reserve [start, start + len) only if nothing is mapped in it. */
 static int reserve_noreplace(uintptr_t start, size_t len)
 {
@@ -138,18 +149,20 @@ uint64_t hz_prim_holes_taken(void)
 	return __atomic_load_n(&holes_taken, __ATOMIC_RELAXED);
 }
 
-/* Whether every page of [start, start + len) is mapped: mincore fails with
- * ENOMEM on a range holding a page that is not. Other failures say
- * nothing, and count as mapped. (qemu-user refuses mincore on PROT_NONE
- * pages too: there a failed commit keeps its range unused, never reused.) */
-static bool all_mapped(uintptr_t start, size_t len)
+/* See memory.h. (qemu-user refuses mincore on PROT_NONE pages too: there
+ * a failed commit keeps its range unused, never reused.) */
+bool hz_prim_all_mapped(uintptr_t start, size_t len)
 {
 	unsigned char vec[VEC_PAGES];
 
 	for (uintptr_t at = start; at < start + len; at += VEC_PAGES * PAGE) {
 		size_t n = start + len - at < VEC_PAGES * PAGE ? start + len - at : VEC_PAGES * PAGE;
 
-		if (hz_prim_mincore((void *)at, n, vec) == -ENOMEM)
+		/* madvise fails with ENOMEM on a hole too: asked second, so
+		 * one failure that is not a hole (fault injection) does not
+		 * read as one. MADV_NORMAL changes nothing on our mappings. */
+		if (hz_prim_mincore((void *)at, n, vec) == -ENOMEM &&
+		    hz_prim_madvise((void *)at, n, MADV_NORMAL) == -ENOMEM)
 			return false;
 	}
 	return true;
@@ -168,7 +181,7 @@ static bool all_mapped(uintptr_t start, size_t len)
 static int put_back_after_failure(uintptr_t start, size_t len)
 {
 	hz_prim_fault_before_put_back(start, len);
-	if (reserve_noreplace(start, len) != -EEXIST || all_mapped(start, len) ||
+	if (reserve_noreplace(start, len) != -EEXIST || hz_prim_all_mapped(start, len) ||
 	    reserve_holes(start, len, HOLE_STEP) != -EEXIST)
 		return 0;
 	return hole_taken();
@@ -212,6 +225,13 @@ int hz_prim_residency(uintptr_t start, size_t len, hz_prim_run_fn *fn, void *ctx
 		size_t n = start + len - at < VEC_PAGES * PAGE ? start + len - at : VEC_PAGES * PAGE;
 		int ret = hz_prim_mincore((void *)at, n, vec);
 
+		if (ret == -ENOMEM) {
+			/* A hole: the runs up to it end here, and nothing of
+			 * it or after it is reported as ours to write. */
+			len = at - start;
+			err = ret;
+			break;
+		}
 		if (ret != 0) {
 			memset(vec, 1, n / PAGE); /* unknown counts as used */
 			err = err ? err : ret;

@@ -69,6 +69,19 @@ int hz_prim_commit(uintptr_t start, size_t len, enum hz_prim_pages pages, bool *
  * kernel, the address space stays ours. */
 int hz_prim_decommit(uintptr_t start, size_t len);
 
+/* Turn [start, start + len), whatever the program made of it, back into
+ * plain reservation: a fresh PROT_NONE mapping (MAP_FIXED) replaces every
+ * mapping there, and with them every property a mapping carries
+ * (protection, protection key, lock, fork and dump advice, KSM, THP
+ * advice, guard regions, a userfaultfd registration, a file or shared
+ * mapping put over it). Under mlockall(MCL_FUTURE) a new mapping is
+ * locked too, and the kernel counts it against RLIMIT_MEMLOCK before it
+ * removes the locked one it replaces: so the range is unlocked first and
+ * the new mapping after (failures of munlock are ignored: the range may
+ * not be locked, or hold a hole). Fails as mmap does, e.g. -EPERM on
+ * memory the program sealed (mseal), which then stays as it is. */
+int hz_prim_reset_reservation(uintptr_t start, size_t len);
+
 /* Reserve [start, start + len) again after its memory was moved away (a
  * plain mremap leaves a hole): MAP_FIXED_NOREPLACE, never MAP_FIXED, so a
  * mapping another thread made in the hole meanwhile survives. Returns 0
@@ -76,6 +89,12 @@ int hz_prim_decommit(uintptr_t start, size_t len);
  * holds part of it (every other part is reserved), or another negative
  * errno value when the range could not be reserved. */
 int hz_prim_reserve_hole(uintptr_t start, size_t len);
+
+/* Whether every page of [start, start + len) is mapped: mincore fails with
+ * ENOMEM on a range holding a page that is not, and madvise(MADV_NORMAL)
+ * is asked to confirm it (a range both call a hole is one). Other
+ * failures say nothing, and count as mapped. */
+bool hz_prim_all_mapped(uintptr_t start, size_t len);
 
 /* How many put-backs (above) found another mapping in the hole, since the
  * start of the process. */
@@ -88,8 +107,12 @@ typedef void hz_prim_run_fn(void *ctx, struct hz_range run, bool resident);
 
 /* The residency of [start, start + len) (4 KiB aligned, mapped), as runs in
  * address order, none empty, each passed to fn. mincore is asked 16 MiB at
- * a time; a piece it fails on counts as resident (its state is unknown, so
- * the caller treats it as used) and the first such error is returned, else
+ * a time. A piece it fails on with ENOMEM holds a page that is not mapped
+ * at all (a hole: the program unmapped it, or MADV_DONTFORK left it out
+ * of this child): nothing there may be written, so the walk stops before
+ * it (the runs before it were passed) and -ENOMEM is returned. A piece it
+ * fails on otherwise counts as resident (its state is unknown, so the
+ * caller treats it as used) and the first such error is returned, else
  * 0. */
 int hz_prim_residency(uintptr_t start, size_t len, hz_prim_run_fn *fn, void *ctx);
 

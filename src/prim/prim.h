@@ -30,6 +30,8 @@ int hz_prim_mremap(void *old, size_t old_len, size_t new_len, int flags,
 		   void *new_addr, void **out);
 int hz_prim_madvise(void *addr, size_t len, int advice);
 int hz_prim_mprotect(void *addr, size_t len, int prot);
+/* munlock: a range the program locked (mlock, mlockall) gives its lock up. */
+int hz_prim_munlock(void *addr, size_t len);
 
 /* Residency of the pages of [addr, addr + len) (4 KiB pages, page-aligned
  * addr), one byte per page in vec, bit 0 set when resident. */

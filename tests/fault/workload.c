@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 
 #include "blocks.h"
+#include "preload/foreign.h"
 #include "harness.h"
 
 #define PAGE ((size_t)4096)
@@ -259,6 +260,35 @@ static void mappings(struct ctx *c)
 	}
 }
 
+/* A block the program changed (preload/foreign.h): its first 2 MiB made
+ * read-only (through the wrapper's hook, then the real call), a mapping
+ * of its own put over the next 2 MiB with mmap(MAP_FIXED) and unmapped
+ * again (a reset, which may fail as mmap does); freed, it is released
+ * reset, and the next block of that size is zero and writable. 2 MiB
+ * pieces, so that a hugetlb block takes them too. */
+static void foreign_block(struct ctx *c, int line)
+{
+	size_t size = 4 * MiB;
+	unsigned char *p = hz_preload_malloc(size), *v;
+
+	if (!check_result(c, line, p, size, 16))
+		return;
+	if (hz_blocks_owns(p)) {
+		hz_foreign_changed(p, 2 * MiB);
+		if (mprotect(p, 2 * MiB, PROT_READ) != 0)
+			wrong(c, line, "mprotect of a block failed", p);
+		v = hz_preload_mmap(p + 2 * MiB, 2 * MiB, PROT_READ | PROT_WRITE,
+				    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		errno = 0;
+		if (v == MAP_FAILED)
+			wrong(c, line, "mmap(MAP_FIXED) over a block failed", p);
+		else if (hz_preload_munmap(v, 2 * MiB) != 0 && errno != ENOMEM)
+			wrong(c, line, "munmap of the program's own mapping in a block refused", v);
+	}
+	hz_preload_free(p);
+	do_free(c, line, do_calloc(c, line, size, 10), size, 10);
+}
+
 void workload_run(bool strict, struct workload_result *r)
 {
 	struct ctx ctx = { r, strict }, *c = &ctx;
@@ -300,6 +330,7 @@ void workload_run(bool strict, struct workload_result *r)
 		hz_preload_free(big);
 	big = big_calloc(c, __LINE__, 30 * MiB);
 	mappings(c);
+	foreign_block(c, __LINE__);
 	if (big)
 		hz_preload_free(big);
 	do_free(c, __LINE__, a.p, a.size, a.seed);

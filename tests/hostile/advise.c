@@ -65,6 +65,7 @@ static int dontdump(void)
 
 static int mergeable(void)
 {
+	hostile_skip_if_hugetlb_pool(); /* KSM does not merge hugetlb pages */
 	return advised_then_freed(MADV_MERGEABLE, "MADV_MERGEABLE", "mg");
 }
 
@@ -130,7 +131,10 @@ static int pageout(void)
  * munmap removes them. */
 static int guard_regions(void)
 {
-	char *p = block();
+	char *p;
+
+	hostile_skip_if_hugetlb_pool(); /* 4 KiB guard regions */
+	p = block();
 
 	if (madvise(p, PAGE, MADV_GUARD_INSTALL) != 0)
 		SKIP("MADV_GUARD_INSTALL is not available here: %s", strerror(errno));

@@ -7,6 +7,7 @@
 #include "hostile.h"
 
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -85,6 +86,42 @@ static int dontfork_freed_then_reused_is_inherited(void)
 	return freed_then_reused_is_inherited(p);
 }
 
+/* As above, with the advice given by a raw system call, which no
+ * wrapper sees: the freed block's memory is a hole in the child, which
+ * must still get working blocks from malloc and calloc. */
+static int dontfork_raw_freed_then_child_allocates(void)
+{
+	char *p = block(1);
+	pid_t pid;
+
+	CHECK(syscall(SYS_madvise, p, BLOCK, MADV_DONTFORK) == 0, "madvise: %s",
+	      strerror(errno));
+	free(p);
+	pid = fork_checked();
+	if (pid == 0) {
+		hostile_use_new_block(BLOCK, false);
+		hostile_use_new_block(BLOCK, true);
+		exit(0);
+	}
+	return hostile_wait(pid);
+}
+
+static int dontfork_raw_freed_then_child_callocs(void)
+{
+	char *p = block(1);
+	pid_t pid;
+
+	CHECK(syscall(SYS_madvise, p, BLOCK, MADV_DONTFORK) == 0, "madvise: %s",
+	      strerror(errno));
+	free(p);
+	pid = fork_checked();
+	if (pid == 0) {
+		hostile_use_new_block(BLOCK, true);
+		exit(0);
+	}
+	return hostile_wait(pid);
+}
+
 /* The registered buffer stays live in the parent; the child never
  * touches it and allocates its own. */
 static int dontfork_live_then_child_allocates(void)
@@ -109,8 +146,10 @@ static int dontfork_live_then_child_allocates(void)
 
 static int wipeonfork_freed_then_reused_is_inherited(void)
 {
-	char *p = block(1);
+	char *p;
 
+	hostile_skip_if_hugetlb_pool(); /* no MADV_WIPEONFORK on hugetlb */
+	p = block(1);
 	if (madvise(p, BLOCK, MADV_WIPEONFORK) != 0)
 		SKIP("MADV_WIPEONFORK is not available: %s", strerror(errno));
 	return freed_then_reused_is_inherited(p);
@@ -163,6 +202,8 @@ int main(int argc, char **argv)
 		{ "dontfork_freed", dontfork_freed_then_child_allocates },
 		{ "dontfork_reused", dontfork_freed_then_reused_is_inherited },
 		{ "dontfork_live", dontfork_live_then_child_allocates },
+		{ "dontfork_raw_malloc", dontfork_raw_freed_then_child_allocates },
+		{ "dontfork_raw_calloc", dontfork_raw_freed_then_child_callocs },
 		{ "wipeonfork_reused", wipeonfork_freed_then_reused_is_inherited },
 		{ "child_mprotect", child_mprotects_its_copy },
 		{ "shared_anonymous", shared_anonymous_is_shared },

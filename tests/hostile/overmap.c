@@ -20,6 +20,7 @@ static char *block(void)
 {
 	void *p = NULL;
 
+	hostile_skip_if_hugetlb_pool(); /* views at 4 KiB granularity */
 	CHECK(posix_memalign(&p, 4096, BLOCK) == 0, "posix_memalign");
 	return p;
 }

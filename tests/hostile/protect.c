@@ -89,7 +89,10 @@ static int read_then_idle(void)
 static int none_guards(void)
 {
 	size_t len = 8 * MiB;
-	char *p = block(len);
+	char *p;
+
+	hostile_skip_if_hugetlb_pool(); /* 4 KiB guards */
+	p = block(len);
 
 	protect(p, PAGE, PROT_NONE);
 	protect(p + len - PAGE, PAGE, PROT_NONE);

@@ -18,6 +18,7 @@ static char *guarded_block(size_t len)
 {
 	void *p = NULL;
 
+	hostile_skip_if_hugetlb_pool(); /* a 4 KiB guard page */
 	CHECK(posix_memalign(&p, PAGE, len) == 0, "posix_memalign");
 	CHECK(mprotect(p, PAGE, PROT_NONE) == 0, "mprotect: %s", strerror(errno));
 	return p;

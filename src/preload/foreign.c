@@ -1,0 +1,184 @@
+/* Blocks the program changed ("foreign" blocks). See foreign.h.
+ *
+ * glibc munmaps a large chunk on free, so whatever the program did to its
+ * mapping (mprotect, mlock, madvise, a file mapped over it, a userfaultfd)
+ * goes with it. A recycler that keeps the block mapped must therefore
+ * never reuse such a block as it is. The options were:
+ *
+ *  - reset every block on free (map it afresh): a system call and the
+ *    loss of its huge pages on every free, which is the cost the cache
+ *    exists to avoid;
+ *  - probe each block on free (MADV_FREE fails on locked, shared and file
+ *    memory): a system call on every free, and blind to protection,
+ *    dump, fork and KSM advice;
+ *  - interpose the calls that change a mapping, and mark the blocks they
+ *    touch. Chosen: it costs nothing on malloc and free (a load per
+ *    granule of the freed block), and a branch in calls that are rare and
+ *    slow anyway. A marked block's free releases it, and the release maps
+ *    plain reservation over the range (hz_prim_reset_reservation), which
+ *    drops every property at once.
+ *
+ * What it cannot see: a change made with a raw system call (syscall(2),
+ * inline assembly) instead of the C library's wrapper, and ioctls other
+ * than UFFDIO_REGISTER. For those the zeroing code still never writes into
+ * a hole (mincore's ENOMEM: hz_zero_choose), and the pre-zero thread reads
+ * the mark again after taking a span (prezero.c, zero_job); a block
+ * made read-only by a raw mprotect and then freed remains a risk.
+ *
+ * userfaultfd: registration is an ioctl, and an ioctl wrapper sees every
+ * device call of the program. It is still the cheapest sound check: one
+ * compare of the request number per call, while no check at free can
+ * tell a registered range (neither mincore, madvise nor /proc/self/maps
+ * says so; smaps does, at a cost of milliseconds per read).
+ *
+ * mlockall(MCL_CURRENT) locks every block, cached ones too: all granules
+ * are marked and the cache is released before the call. MCL_FUTURE locks
+ * every mapping made afterwards: while it holds, every block counts as
+ * foreign (hz_blocks_all_foreign), so each free releases and each malloc
+ * maps a new, locked block, as glibc's would be. munlock, MADV_DONTNEED,
+ * MADV_FREE and the like need nothing: they leave a mapping as ours. */
+#include "foreign.h"
+
+#include <errno.h>
+#include <linux/userfaultfd.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+
+#include "../blocks.h"
+#include "../prim/memory.h"
+#include "../range.h"
+#include "../recycle.h"
+#include "preload.h"
+
+#ifndef MADV_COLD
+#define MADV_COLD 20
+#endif
+#ifndef MADV_PAGEOUT
+#define MADV_PAGEOUT 21
+#endif
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#define MADV_POPULATE_WRITE 23
+#endif
+#ifndef MADV_DONTNEED_LOCKED
+#define MADV_DONTNEED_LOCKED 24
+#endif
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+
+#define PAGE ((size_t)4096)
+
+static bool active(void)
+{
+	return __atomic_load_n(&hz_preload_active, __ATOMIC_ACQUIRE);
+}
+
+HZ_PRIVATE_API void hz_foreign_changed(const void *addr, size_t len)
+{
+	if (active())
+		hz_blocks_mark_foreign((uintptr_t)addr, len);
+}
+
+/* Advice that leaves the mapping as hugezero makes it: it drops, fetches
+ * or moves contents (calloc's zeroing already copes with each), or asks
+ * for huge pages, which is our own advice. Everything else (fork, dump,
+ * KSM, no-huge-page, access-pattern and guard advice, and advice this
+ * list does not know) marks. */
+static bool keeps_mapping(int advice)
+{
+	switch (advice) {
+	case MADV_NORMAL:
+	case MADV_WILLNEED:
+	case MADV_DONTNEED:
+	case MADV_FREE:
+	case MADV_REMOVE:
+	case MADV_HUGEPAGE:
+	case MADV_COLD:
+	case MADV_PAGEOUT:
+	case MADV_POPULATE_READ:
+	case MADV_POPULATE_WRITE:
+	case MADV_DONTNEED_LOCKED:
+	case MADV_COLLAPSE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+HZ_PRIVATE_API void hz_foreign_advised(const void *addr, size_t len, int advice)
+{
+	if (!keeps_mapping(advice))
+		hz_foreign_changed(addr, len);
+}
+
+/* MCL_FUTURE is in force (as the kernel has it: each successful mlockall
+ * sets or clears it). */
+static int future_locked;
+
+HZ_PRIVATE_API void hz_foreign_lock_all_begin(int flags)
+{
+	if (!active() || !(flags & (MCL_CURRENT | MCL_FUTURE)))
+		return;
+	if (flags & MCL_FUTURE)
+		hz_blocks_all_foreign(true);
+	if (flags & MCL_CURRENT)
+		hz_blocks_mark_foreign(hz_reservation.start,
+				       hz_reservation.end - hz_reservation.start);
+	hz_recycle_drop_cached();
+}
+
+HZ_PRIVATE_API void hz_foreign_lock_all_end(int flags, int result)
+{
+	if (!active())
+		return;
+	if (result == 0)
+		__atomic_store_n(&future_locked, (flags & MCL_FUTURE) != 0, __ATOMIC_RELAXED);
+	hz_blocks_all_foreign(__atomic_load_n(&future_locked, __ATOMIC_RELAXED));
+}
+
+HZ_PRIVATE_API void hz_foreign_unlock_all_end(int result)
+{
+	if (!active() || result != 0)
+		return;
+	__atomic_store_n(&future_locked, 0, __ATOMIC_RELAXED);
+	hz_blocks_all_foreign(false);
+}
+
+HZ_PRIVATE_API void hz_foreign_ioctl_end(unsigned long request, const void *arg, int result)
+{
+	const struct uffdio_register *reg = arg;
+
+	if (request != UFFDIO_REGISTER || result != 0 || !active())
+		return;
+	hz_blocks_mark_foreign((uintptr_t)reg->range.start, (size_t)reg->range.len);
+}
+
+/* Every granule [a, end) touches is foreign. */
+static bool all_foreign(uintptr_t a, uintptr_t end)
+{
+	for (uintptr_t g = hz_align_down(a, HZ_GRANULE); g < end; g += HZ_GRANULE) {
+		struct hz_span one = { g, 1, HZ_BACKING_THP };
+
+		if (hz_blocks_reusable(&one))
+			return false;
+	}
+	return true;
+}
+
+int hz_foreign_unmap(void *addr, size_t len)
+{
+	uintptr_t a = (uintptr_t)addr, end;
+
+	if (!active() || len == 0 || a % PAGE != 0 || len > SIZE_MAX - PAGE)
+		return -EINVAL;
+	len = hz_align_up(len, PAGE);
+	end = a + len;
+	if (end < a || a < hz_reservation.start || end > hz_reservation.end || !all_foreign(a, end))
+		return -EINVAL;
+	/* The program's mapping goes; the range stays ours, and reads as
+	 * unmapped (PROT_NONE) until the block's free resets all of it. */
+	return hz_prim_reset_reservation(a, len);
+}
