@@ -120,3 +120,85 @@ __attribute__((destructor)) static void preload_stop(void)
 {
 	hz_preload_exit();
 }
+
+/* ---- resource limits ----
+ * setrlimit, prlimit and their 64-bit names (programs built with
+ * _FILE_OFFSET_BITS=64 call those): a lowered RLIMIT_AS first shrinks what
+ * hugezero holds unused (src/preload/limits.c), then the real call sets it. */
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "limits.h"
+
+typedef int setrlimit_fn(__rlimit_resource_t, const struct rlimit *);
+typedef int prlimit_fn(pid_t, __rlimit_resource_t, const struct rlimit *, struct rlimit *);
+
+static void *next_symbol(void **cache, const char *name)
+{
+	void *fn = __atomic_load_n(cache, __ATOMIC_RELAXED);
+
+	if (fn == NULL) {
+		fn = dlsym(RTLD_NEXT, name);
+		__atomic_store_n(cache, fn, __ATOMIC_RELAXED);
+	}
+	return fn;
+}
+
+static int call_setrlimit(void **cache, const char *name, __rlimit_resource_t resource,
+			  const struct rlimit *rl)
+{
+	setrlimit_fn *real = (setrlimit_fn *)next_symbol(cache, name);
+
+	hz_preload_setrlimit(resolve, (int)resource, rl);
+	if (real == NULL) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return real(resource, rl);
+}
+
+static int call_prlimit(void **cache, const char *name, pid_t pid,
+			__rlimit_resource_t resource, const struct rlimit *rl, struct rlimit *old)
+{
+	prlimit_fn *real = (prlimit_fn *)next_symbol(cache, name);
+
+	if (pid == 0 || pid == getpid())
+		hz_preload_setrlimit(resolve, (int)resource, rl);
+	if (real == NULL) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return real(pid, resource, rl, old);
+}
+
+EXPORT int setrlimit(__rlimit_resource_t resource, const struct rlimit *rl)
+{
+	static void *real;
+
+	return call_setrlimit(&real, "setrlimit", resource, rl);
+}
+
+EXPORT int setrlimit64(__rlimit_resource_t resource, const struct rlimit64 *rl)
+{
+	static void *real;
+
+	/* The same layout on 64-bit targets. */
+	return call_setrlimit(&real, "setrlimit64", resource, (const struct rlimit *)rl);
+}
+
+EXPORT int prlimit(pid_t pid, __rlimit_resource_t resource, const struct rlimit *rl,
+		   struct rlimit *old)
+{
+	static void *real;
+
+	return call_prlimit(&real, "prlimit", pid, resource, rl, old);
+}
+
+EXPORT int prlimit64(pid_t pid, __rlimit_resource_t resource, const struct rlimit64 *rl,
+		     struct rlimit64 *old)
+{
+	static void *real;
+
+	return call_prlimit(&real, "prlimit64", pid, resource, (const struct rlimit *)rl,
+			    (struct rlimit *)old);
+}

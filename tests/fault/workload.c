@@ -8,6 +8,7 @@
 
 #include "blocks.h"
 #include "harness.h"
+#include "preload/limits.h"
 
 #define PAGE ((size_t)4096)
 
@@ -251,12 +252,28 @@ static void mappings(struct ctx *c)
 	}
 	if (hz_preload_munmap(fault_resolve, n, len) != 0)
 		WRONG("munmap of an anonymous mapping failed", n);
-	if (active()) {
+	/* Only once a region exists: a walk whose every mmap fails has none. */
+	if (active() && hz_blocks_held() != 0) {
 		errno = 0;
 		if (hz_preload_munmap(fault_resolve, (void *)hz_reservation.start, 2 * MiB) != -1 ||
 		    errno != EINVAL)
-			WRONG("munmap inside the reservation not refused with EINVAL", NULL);
+			WRONG("munmap inside a region not refused with EINVAL", NULL);
 	}
+}
+
+/* A program lowering RLIMIT_AS far below what hugezero holds: the
+ * interposed setrlimit (here without the real call, so the limit stays)
+ * drops the cache and gives back every region without a live block; the
+ * next block needs a new region. */
+static void lowered_limit(struct ctx *c)
+{
+	struct rlimit rl = { 64 * MiB, RLIM_INFINITY };
+	unsigned char *p = do_malloc(c, __LINE__, 4 * MiB, 10);
+
+	do_free(c, __LINE__, p, 4 * MiB, 10); /* cached */
+	/* Regions with granules kept after a failed release stay (orphans). */
+	hz_preload_setrlimit(fault_resolve, RLIMIT_AS, &rl);
+	do_free(c, __LINE__, do_calloc(c, __LINE__, 4 * MiB, 11), 4 * MiB, 11);
 }
 
 void workload_run(bool strict, struct workload_result *r)
@@ -311,4 +328,5 @@ void workload_run(bool strict, struct workload_result *r)
 	 * the next large request releases it. */
 	hz_prim_fault_advance_clock(2000000000ull);
 	do_free(c, __LINE__, do_malloc(c, __LINE__, 300 * KiB, 9), 300 * KiB, 9);
+	lowered_limit(c);
 }
