@@ -109,7 +109,8 @@ int hz_region_map(size_t len, uintptr_t near, struct hz_block_region *r)
 	int ret;
 
 	/* Out of band, and never through malloc: we may be malloc. */
-	ret = hz_prim_mmap(NULL, bytes, PROT_READ | PROT_WRITE, ANON, -1, 0, &tables);
+	ret = hz_prim_mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0,
+			   &tables);
 	if (ret != 0)
 		return ret;
 	ret = place(len, near, &start);

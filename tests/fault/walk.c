@@ -319,10 +319,13 @@ static void each_call_failing_once_keeps_allocations_correct(void **state)
 
 	(void)state;
 	walk(&w, points);
-	/* The workload reaches the memory calls and the sysfs reads. */
+	/* The workload reaches the memory calls and the sysfs reads, region
+	 * growth (it reads RLIMIT_AS) and the interposed setrlimit (VmSize,
+	 * a read_file). */
 	assert_true(points[HZ_CALL_MMAP] > 0 && points[HZ_CALL_MADVISE] > 0 &&
 		    points[HZ_CALL_MINCORE] > 0 && points[HZ_CALL_MREMAP] > 0 &&
-		    points[HZ_CALL_MUNMAP] > 0 && points[HZ_CALL_READ_FILE] > 0);
+		    points[HZ_CALL_MUNMAP] > 0 && points[HZ_CALL_READ_FILE] > 0 &&
+		    points[HZ_CALL_GETRLIMIT] > 0);
 }
 
 /* The kernel refusing a kind of call for good, from the n-th on: the kinds
