@@ -124,6 +124,7 @@ size_t hz_blocks_held(void)
 /* Map a new region (grow_lock held) and claim n granules in it. */
 static int grow(size_t n, size_t align, struct hz_block_region **out, size_t *first)
 {
+	size_t cap = hz_blocks_reservation_size(); /* reads RLIMIT_AS: outside the lock */
 	struct hz_block_region fresh;
 	uintptr_t near;
 	size_t slot, size;
@@ -131,7 +132,7 @@ static int grow(size_t n, size_t align, struct hz_block_region **out, size_t *fi
 
 	hz_lock(&lock);
 	ret = hz_region_free_slot(&slot, &near);
-	size = hz_region_next_size(n * HZ_GRANULE, held);
+	size = hz_region_next_size(n * HZ_GRANULE, held, cap);
 	hz_unlock(&lock);
 	if (ret != 0 || size == 0)
 		return -ENOMEM;

@@ -58,6 +58,18 @@ static inline bool hz_blocks_owns(const void *p)
 	return g < HZ_REGION_GIBS && __atomic_load_n(&hz_region_of_gib[g], __ATOMIC_ACQUIRE) != 0;
 }
 
+/* Whether a and b lie in the same region, or both outside every region
+ * (the cache merges adjacent spans only then: two regions side by side are
+ * two mappings, and a block never spans both). */
+static inline bool hz_blocks_same_region(uintptr_t a, uintptr_t b)
+{
+	uintptr_t ga = a >> HZ_REGION_SHIFT, gb = b >> HZ_REGION_SHIFT;
+	uint8_t ra = ga < HZ_REGION_GIBS ? __atomic_load_n(&hz_region_of_gib[ga], __ATOMIC_ACQUIRE) : 0;
+	uint8_t rb = gb < HZ_REGION_GIBS ? __atomic_load_n(&hz_region_of_gib[gb], __ATOMIC_ACQUIRE) : 0;
+
+	return ra == rb;
+}
+
 /* Whether r meets a region (munmap and mremap refuse such ranges). */
 bool hz_blocks_touches(struct hz_range r);
 

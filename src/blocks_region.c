@@ -201,9 +201,8 @@ int hz_region_free_slot(size_t *slot, uintptr_t *near)
 /* The size of the next region for a block of need bytes: 1 GiB, or what
  * the block needs, or a quarter of what is held (so that 64 slots reach
  * 64 TiB), within the cap. 0 when the cap leaves no room for the block. */
-size_t hz_region_next_size(size_t need, size_t held_now)
+size_t hz_region_next_size(size_t need, size_t held_now, size_t cap)
 {
-	size_t cap = hz_blocks_reservation_size();
 	size_t size = hz_align_up(need, HZ_ALIGN_MAX);
 
 	if (size > cap || held_now > cap - size)

@@ -36,7 +36,7 @@ void hz_region_update_hull(void);
 int hz_region_free_slot(size_t *slot, uintptr_t *near);
 
 /* The size of the next region for a block of need bytes when held bytes
- * are held; 0 when the cap (hz_blocks_reservation_size) leaves no room. */
-size_t hz_region_next_size(size_t need, size_t held);
+ * are held; 0 when cap (hz_blocks_reservation_size) leaves no room. */
+size_t hz_region_next_size(size_t need, size_t held, size_t cap);
 
 #endif /* HZ_BLOCKS_REGION_H */

@@ -474,6 +474,47 @@ static void region_growth_without_slack_and_give_back_with_munmap_refused(void *
 	run(region_child, NULL, "region growth and give-back under faults");
 }
 
+/* Two regions side by side (the second is placed right under the first):
+ * blocks freed on both sides of the boundary are adjacent in address but
+ * must not merge in the cache, or a later hand-out would cross regions. */
+static int boundary_child(void *arg)
+{
+	static const char *const env[] = { "HUGEZERO_BACKING=thp", NULL };
+	struct hz_recycle_census rc;
+	struct hz_blocks_census bc;
+	unsigned char *x, *y, *z, *w, *q;
+
+	(void)arg;
+	start(env);
+	x = hz_preload_malloc(fault_resolve, 8 * MiB);
+	y = hz_preload_malloc(fault_resolve, GiB - 8 * MiB);
+	z = hz_preload_malloc(fault_resolve, GiB - 8 * MiB);
+	w = hz_preload_malloc(fault_resolve, 8 * MiB);
+	CHECK(x && y && z && w && hz_blocks_owns(x) && hz_blocks_owns(w));
+	if (z + GiB != x || w + 8 * MiB != x) {
+		printf("# skipped: the second region is not right under the first (%p, %p)\n",
+		       (void *)z, (void *)x);
+		return CHILD_SKIPPED;
+	}
+	hz_preload_free(fault_resolve, w);
+	hz_preload_free(fault_resolve, x);
+	CHECK(hz_recycle_check(&rc, NULL, NULL) == 0);
+	q = hz_preload_malloc(fault_resolve, 16 * MiB);
+	CHECK(q && hz_blocks_owns(q));
+	memset(q, 0x44, 16 * MiB);
+	hz_preload_free(fault_resolve, q);
+	hz_preload_free(fault_resolve, y);
+	hz_preload_free(fault_resolve, z);
+	CHECK(hz_blocks_check(&bc) == 0 && bc.live_blocks == 0);
+	return CHILD_OK;
+}
+
+static void spans_on_both_sides_of_a_region_boundary_never_merge(void **state)
+{
+	(void)state;
+	run(boundary_child, NULL, "spans on both sides of a region boundary");
+}
+
 /* large_alloc's promise, "we are never worse than [the next allocator]",
  * holds for realloc too: when the reservation cannot hold the new size,
  * the block moves to glibc instead of realloc failing. */
@@ -543,6 +584,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(cachestat_absent_falls_back_to_mincore_for_good),
 		cmocka_unit_test(realloc_falls_back_to_next_allocator_when_reservation_cannot_grow),
 		cmocka_unit_test(region_growth_without_slack_and_give_back_with_munmap_refused),
+		cmocka_unit_test(spans_on_both_sides_of_a_region_boundary_never_merge),
 		cmocka_unit_test(aligned_mmap_failed_trim_leaves_nothing_mapped),
 	};
 
