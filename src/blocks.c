@@ -1,8 +1,11 @@
-/* Large blocks carved from the reservation. See blocks.h.
+/* Large blocks carved from regions of address space. See blocks.h.
  *
- * The lock protects the granule bitmap and the metadata table; system calls
- * (mapping, releasing) run outside it, on granules already claimed, so
- * threads allocating large blocks do not wait for each other's mmap. */
+ * The lock protects the regions' granule bitmaps and metadata and the
+ * region table; system calls (mapping, releasing) run outside it, on
+ * granules already claimed, so threads allocating large blocks do not wait
+ * for each other's mmap. Growing or giving back regions takes grow_lock
+ * first (then the lock for the table), so one thread at a time maps a
+ * region while the others keep allocating from the regions held. */
 #include "blocks.h"
 
 #include <errno.h>
@@ -11,6 +14,8 @@
 #include <sys/mman.h>
 
 #include "backing.h"
+#include "bitmap.h"
+#include "blocks_region.h"
 #include "blocks_view.h"
 #include "lock.h"
 #include "log.h"
@@ -20,74 +25,68 @@
 #include "range.h"
 #include "stats.h"
 
-struct hz_reservation hz_reservation;
-
 static struct hz_lock lock = HZ_LOCK_INIT;
-static bool fork_lock_skipped;
-static uint64_t *used;           /* one bit per granule: 1 = claimed */
-static struct block_meta *meta;  /* one entry per granule */
-static size_t granule_count;
+static struct hz_lock grow_lock = HZ_LOCK_INIT;
+static bool fork_lock_skipped, fork_grow_skipped;
+static size_t held; /* bytes of the regions; under the lock */
 
-static size_t index_of(uintptr_t a)
+/* What region_of answers for an address that is not ours: no range, no
+ * granules, so every check on it fails. */
+static struct hz_block_region no_region;
+
+struct hz_block_region *hz_blocks_region_of(uintptr_t a)
 {
-	return (a - hz_reservation.start) / HZ_GRANULE;
+	uintptr_t g = a >> HZ_REGION_SHIFT;
+	uint8_t id = g < HZ_REGION_GIBS ? __atomic_load_n(&hz_region_of_gib[g], __ATOMIC_ACQUIRE)
+					: 0;
+
+	return id ? &hz_block_regions[id - 1] : NULL;
 }
 
-static uintptr_t addr_of(size_t index)
+/* The region holding a, or no_region. */
+static struct hz_block_region *region_of(uintptr_t a)
 {
-	return hz_reservation.start + index * HZ_GRANULE;
+	struct hz_block_region *r = hz_blocks_region_of(a);
+
+	return r ? r : &no_region;
 }
 
-/* ---- granule bitmap (callers hold the lock) ---- */
-
-/* Claimed granules start plain: a foreign mark left from their last
- * block went with its release. */
-static void mark(size_t first, size_t n, bool taken)
+static size_t index_of(const struct hz_block_region *r, uintptr_t a)
 {
-	for (size_t i = first; i < first + n; i++) {
-		uint64_t bit = 1ULL << (i % 64);
-
-		if (taken) {
-			used[i / 64] |= bit;
-			__atomic_store_n(&meta[i].foreign, 0, __ATOMIC_RELAXED);
-		} else {
-			used[i / 64] &= ~bit;
-		}
-	}
+	return (a - r->range.start) / HZ_GRANULE;
 }
 
-/* First claimed granule in [from, to), or to. */
-static size_t next_used(size_t from, size_t to)
+static uintptr_t addr_of(const struct hz_block_region *r, size_t index)
 {
-	while (from < to) {
-		uint64_t bits = used[from / 64] >> (from % 64);
-
-		if (bits) {
-			size_t i = from + (size_t)__builtin_ctzll(bits);
-
-			return i < to ? i : to;
-		}
-		from = (from / 64 + 1) * 64;
-	}
-	return to;
+	return r->range.start + index * HZ_GRANULE;
 }
 
-/* First fit of n granules starting on a multiple of align granules (the
- * reservation starts on a 1 GiB boundary, so index alignment is address
- * alignment). */
-static int claim(size_t n, size_t align, size_t *first)
+/* ---- granule bitmaps (callers hold the lock) ---- */
+
+/* Claimed granules start plain: a foreign mark left from their last block
+ * went with its release. */
+static void take(struct hz_block_region *r, size_t first, size_t n)
 {
-	size_t i = 0;
+	hz_bits_set(r->used, first, n, true);
+	for (size_t i = first; i < first + n; i++)
+		__atomic_store_n(&r->meta[i].foreign, 0, __ATOMIC_RELAXED);
+}
+
+/* First fit of n granules starting on a multiple of align granules (regions
+ * start on a 1 GiB boundary, so index alignment is address alignment). */
+static int claim_in(struct hz_block_region *r, size_t n, size_t align, size_t *first)
+{
+	size_t i = 0, count = r->granules;
 
 	while (true) {
 		size_t hit;
 
 		i = hz_align_up(i, align);
-		if (i > granule_count || n > granule_count - i)
+		if (i > count || n > count - i)
 			return -ENOMEM;
-		hit = next_used(i, i + n);
+		hit = hz_bits_find(r->used, i, i + n, true);
 		if (hit == i + n) {
-			mark(i, n, true);
+			take(r, i, n);
 			*first = i;
 			return 0;
 		}
@@ -95,112 +94,162 @@ static int claim(size_t n, size_t align, size_t *first)
 	}
 }
 
-static void unclaim(size_t first, size_t n)
+static int claim_any(size_t n, size_t align, struct hz_block_region **r, size_t *first)
+{
+	for (size_t k = 0; k < HZ_REGIONS_MAX; k++) {
+		if (!hz_range_empty(hz_block_regions[k].range) &&
+		    claim_in(&hz_block_regions[k], n, align, first) == 0) {
+			*r = &hz_block_regions[k];
+			return 0;
+		}
+	}
+	return -ENOMEM;
+}
+
+static void unclaim(struct hz_block_region *r, size_t first, size_t n)
 {
 	hz_lock(&lock);
-	mark(first, n, false);
+	hz_bits_set(r->used, first, n, false);
 	hz_unlock(&lock);
 }
 
 /* After mapping granules failed with err: back to the bitmap, unless
  * another mapping took part of their range (-EEXIST, hz_prim_commit): then
  * they stay claimed for good, so no block is ever mapped over it. */
-static void unclaim_after(int err, size_t first, size_t n)
+static void unclaim_after(int err, struct hz_block_region *r, size_t first, size_t n)
 {
 	if (err == -EEXIST)
 		hz_debug("%zu MiB at %p hold a mapping not ours: left unused",
-			 n * HZ_GRANULE >> 20, (void *)addr_of(first));
+			 n * HZ_GRANULE >> 20, (void *)addr_of(r, first));
 	else
-		unclaim(first, n);
+		unclaim(r, first, n);
 }
 
-/* ---- set-up ---- */
-
-size_t hz_blocks_reservation_size(void)
-{
-	uint64_t size = hz_option_u64(HZ_OPT_RESERVE);
-	uint64_t limit = hz_prim_address_space_limit();
-
-	/* Leave the program at least half of what RLIMIT_AS allows. */
-	if (limit != UINT64_MAX && size > limit / 2)
-		size = hz_align_down(limit / 2, HZ_ALIGN_MAX);
-	return (size_t)hz_align_down(size, HZ_ALIGN_MAX);
-}
-
-static int map_tables(size_t count)
-{
-	size_t meta_bytes = hz_align_up(count * sizeof(struct block_meta), 4096);
-	size_t map_bytes = hz_align_up((count + 63) / 64 * sizeof(uint64_t), 4096);
-	void *mem;
-	int ret;
-
-	/* Out of band, and never through malloc: we may be malloc. Pages are
-	 * touched only as granules are used. */
-	ret = hz_prim_mmap(NULL, meta_bytes + map_bytes, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &mem);
-	if (ret != 0)
-		return ret;
-	meta = mem;
-	used = (uint64_t *)((char *)mem + meta_bytes);
-	return 0;
-}
-
-static int reserve(void)
-{
-	size_t size = hz_blocks_reservation_size();
-	uintptr_t start;
-	void *mem;
-	int ret;
-
-	if (size < HZ_ALIGN_MAX)
-		return -ENOMEM;
-	/* 1 GiB aligned, so any block alignment up to HZ_ALIGN_MAX is an
-	 * index alignment. */
-	ret = hz_prim_reserve(size, HZ_ALIGN_MAX, &mem);
-	if (ret != 0)
-		return ret;
-	start = (uintptr_t)mem;
-	granule_count = size / HZ_GRANULE;
-	ret = map_tables(granule_count);
-	if (ret != 0) {
-		hz_prim_munmap((void *)start, size);
-		return ret;
-	}
-	hz_prim_name_mapping((void *)start, size, "hugezero-reserve");
-	__atomic_store_n(&hz_reservation.start, start, __ATOMIC_RELAXED);
-	__atomic_store_n(&hz_reservation.end, start + size, __ATOMIC_RELEASE);
-	hz_info("reserved %zu GiB of address space at %p for large blocks",
-		size >> 30, (void *)start);
-	return 0;
-}
-
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static int init_result;
-
-static void init(void)
-{
-	init_result = reserve();
-}
+/* ---- regions ---- */
 
 int hz_blocks_init(void)
 {
-	pthread_once(&init_once, init);
-	return init_result;
+	return 0;
+}
+
+size_t hz_blocks_held(void)
+{
+	return __atomic_load_n(&held, __ATOMIC_RELAXED);
+}
+
+/* Map a new region (grow_lock held) and claim n granules in it. */
+static int grow(size_t n, size_t align, struct hz_block_region **out, size_t *first)
+{
+	size_t cap = hz_blocks_reservation_size(); /* reads RLIMIT_AS: outside the lock */
+	struct hz_block_region fresh;
+	uintptr_t near;
+	size_t slot, size;
+	int ret;
+
+	hz_lock(&lock);
+	ret = hz_region_free_slot(&slot, &near);
+	size = hz_region_next_size(n * HZ_GRANULE, held, cap);
+	hz_unlock(&lock);
+	if (ret != 0 || size == 0)
+		return -ENOMEM;
+	ret = hz_region_map(size, near, &fresh);
+	if (ret != 0)
+		return ret;
+	hz_lock(&lock);
+	hz_block_regions[slot] = fresh;
+	hz_region_publish(&fresh, (uint8_t)(slot + 1));
+	__atomic_store_n(&held, held + size, __ATOMIC_RELAXED);
+	hz_region_update_hull();
+	ret = claim_in(&hz_block_regions[slot], n, align, first);
+	hz_unlock(&lock);
+	*out = &hz_block_regions[slot];
+	return ret;
+}
+
+/* Claim n granules aligned to align granules in a region held, or in a new
+ * one. */
+static int claim(size_t n, size_t align, struct hz_block_region **r, size_t *first)
+{
+	int ret;
+
+	hz_lock(&lock);
+	ret = claim_any(n, align, r, first);
+	hz_unlock(&lock);
+	if (ret == 0)
+		return 0;
+	hz_lock(&grow_lock);
+	/* Another thread may have grown meanwhile. */
+	hz_lock(&lock);
+	ret = claim_any(n, align, r, first);
+	hz_unlock(&lock);
+	if (ret != 0)
+		ret = grow(n, align, r, first);
+	hz_unlock(&grow_lock);
+	return ret;
+}
+
+size_t hz_blocks_release_unused(void)
+{
+	struct hz_block_region gone[HZ_REGIONS_MAX];
+	size_t count = 0, bytes = 0;
+
+	hz_lock(&grow_lock);
+	hz_lock(&lock);
+	for (size_t k = 0; k < HZ_REGIONS_MAX; k++) {
+		struct hz_block_region *r = &hz_block_regions[k];
+
+		if (hz_range_empty(r->range) ||
+		    hz_bits_find(r->used, 0, r->granules, true) != r->granules)
+			continue;
+		/* No granule claimed: no block, live or cached, and so no
+		 * pointer the program may pass to free. */
+		hz_region_publish(r, 0);
+		gone[count++] = *r;
+		bytes += hz_range_len(r->range);
+		*r = (struct hz_block_region){ .granules = 0 };
+	}
+	__atomic_store_n(&held, held - bytes, __ATOMIC_RELAXED);
+	hz_region_update_hull();
+	hz_unlock(&lock);
+	for (size_t k = 0; k < count; k++)
+		hz_region_unmap(&gone[k]);
+	hz_unlock(&grow_lock);
+	return bytes;
+}
+
+bool hz_blocks_region(size_t i, struct hz_range *out)
+{
+	bool found = false;
+
+	hz_lock(&lock);
+	for (size_t k = 0; k < HZ_REGIONS_MAX && !found; k++) {
+		if (!hz_range_empty(hz_block_regions[k].range) && i-- == 0) {
+			*out = hz_block_regions[k].range;
+			found = true;
+		}
+	}
+	hz_unlock(&lock);
+	return found;
 }
 
 /* ---- blocks ---- */
 
-/* The metadata of the live block starting at p; stops the program when p
- * is not one (double free, or a pointer into the middle of a block). */
-static struct block_meta *live_block(const void *p, const char *what)
+/* The metadata of the live block starting at p, and its region; stops the
+ * program when p is not one (double free, or a pointer into the middle of
+ * a block). */
+static struct block_meta *live_block(const void *p, const char *what, struct hz_block_region **r)
 {
 	uintptr_t a = (uintptr_t)p;
+	struct hz_block_region *in = region_of(a);
 	struct block_meta *m;
 
-	if ((a - hz_reservation.start) % HZ_GRANULE == 0) {
-		m = &meta[index_of(a)];
-		if (__atomic_load_n(&m->live, __ATOMIC_ACQUIRE))
+	if (!hz_range_empty(in->range) && (a - in->range.start) % HZ_GRANULE == 0) {
+		m = &in->meta[index_of(in, a)];
+		if (__atomic_load_n(&m->live, __ATOMIC_ACQUIRE)) {
+			if (r)
+				*r = in;
 			return m;
+		}
 	}
 	hz_fatal("%s(%p): not a live hugezero block (double free or invalid pointer)",
 		 what, p);
@@ -210,7 +259,7 @@ static struct block_meta *live_block(const void *p, const char *what)
  * overflow. */
 static int block_len(size_t size, size_t page, size_t *len)
 {
-	if (size > hz_reservation.end - hz_reservation.start)
+	if (size > HZ_BLOCK_MAX)
 		return -ENOMEM;
 	*len = hz_align_up(size == 0 ? 1 : size, page);
 	return 0;
@@ -227,46 +276,46 @@ int hz_blocks_alloc(size_t size, size_t align, void **out)
 {
 	enum hz_backing want = hz_backing_first(size);
 	size_t unit = unit_of(want);
+	struct hz_block_region *r;
 	size_t len, first;
 	enum hz_backing got;
+	struct block_meta *m;
 	int ret;
 
 	if (block_len(size, unit, &len) != 0 || align > HZ_ALIGN_MAX)
 		return -ENOMEM;
 	if (align < unit)
 		align = unit;
-	hz_lock(&lock);
-	ret = claim(len / HZ_GRANULE, align / HZ_GRANULE, &first);
-	hz_unlock(&lock);
+	ret = claim(len / HZ_GRANULE, align / HZ_GRANULE, &r, &first);
 	if (ret != 0) {
 		hz_stats_fallback(HZ_FB_RESERVE_FULL);
 		return ret;
 	}
-	ret = hz_backing_map(addr_of(first), len, want, &got);
+	ret = hz_backing_map(addr_of(r, first), len, want, &got);
 	if (ret != 0) {
-		unclaim_after(ret, first, len / HZ_GRANULE);
+		unclaim_after(ret, r, first, len / HZ_GRANULE);
 		hz_stats_fallback(HZ_FB_MAP_FAILED);
 		return -ENOMEM;
 	}
-	meta[first].granules = (uint32_t)(len / HZ_GRANULE);
-	meta[first].backing = (uint8_t)got;
-	__atomic_store_n(&meta[first].live, 1, __ATOMIC_RELEASE);
+	m = &r->meta[first];
+	m->granules = (uint32_t)(len / HZ_GRANULE);
+	m->backing = (uint8_t)got;
+	__atomic_store_n(&m->live, 1, __ATOMIC_RELEASE);
 	hz_stats_live((int64_t)len);
-	*out = (void *)addr_of(first);
+	*out = (void *)addr_of(r, first);
 	return 0;
 }
 
-static bool foreign_granules(size_t first, size_t n);
-
-/* Give [start, start + len) back to the reservation and its granules back
- * to the bitmap; a foreign range is reset (hz_prim_reset_reservation). If
- * the kernel refuses (vm.max_map_count reached; memory the program
- * sealed), drop the memory but keep the granules claimed: reusing them
- * could map over a mapping the kernel placed in a hole, or hand out what
- * the program changed. */
+/* Give [start, start + len) back to its region and its granules back to
+ * the bitmap; a foreign range is reset (hz_prim_reset_reservation). If the
+ * kernel refuses (vm.max_map_count reached; memory the program sealed),
+ * drop the memory but keep the granules claimed: reusing them could map
+ * over a mapping the kernel placed in a hole, or hand out what the program
+ * changed. */
 static void release(uintptr_t start, size_t len)
 {
-	bool foreign = foreign_granules(index_of(start), len / HZ_GRANULE);
+	struct hz_block_region *r = region_of(start);
+	bool foreign = hz_blocks_foreign_range(start, len);
 	int ret;
 
 	/* A foreign range with a hole (the program unmapped part of it, or
@@ -285,12 +334,12 @@ static void release(uintptr_t start, size_t len)
 			 "their address space stays unused", len, (void *)start);
 		return;
 	}
-	unclaim(index_of(start), len / HZ_GRANULE);
+	unclaim(r, index_of(r, start), len / HZ_GRANULE);
 }
 
 void hz_blocks_retire(void *p, struct hz_span *span)
 {
-	struct block_meta *m = live_block(p, "free");
+	struct block_meta *m = live_block(p, "free", NULL);
 
 	span->start = (uintptr_t)p;
 	span->granules = m->granules;
@@ -300,44 +349,41 @@ void hz_blocks_retire(void *p, struct hz_span *span)
 	hz_stats_live(-(int64_t)hz_span_bytes(span));
 }
 
-static bool claimed_granule(size_t i)
-{
-	return used[i / 64] & (1ULL << (i % 64));
-}
-
 /* Checks on hand-out, always on and O(1), as musl's mallocng checks on
  * reuse: a recycler bug that hands one span out twice, or a span it does
  * not hold, stops the program here instead of corrupting two owners'
- * data. The span must lie in the reservation on granule boundaries, its
- * first and last granules be claimed (read under the lock: other claims
- * change the same bitmap words), and its block not be live already. */
-static void check_hand_out(const struct hz_span *span)
+ * data. The span must lie in one region on granule boundaries, its first
+ * and last granules be claimed (read under the lock: other claims change
+ * the same bitmap words), and its block not be live already. */
+static struct hz_block_region *check_hand_out(const struct hz_span *span)
 {
 	uintptr_t start = span->start, end = start + hz_span_bytes(span);
+	struct hz_block_region *r = region_of(start);
 	bool claimed;
 
-	if (span->granules == 0 || span->granules > UINT32_MAX || start < hz_reservation.start ||
-	    end > hz_reservation.end || end <= start ||
-	    (start - hz_reservation.start) % HZ_GRANULE != 0 || span->backing >= HZ_BACKING_COUNT)
+	if (hz_range_empty(r->range) || span->granules == 0 || span->granules > UINT32_MAX ||
+	    end > r->range.end || end <= start || (start - r->range.start) % HZ_GRANULE != 0 ||
+	    span->backing >= HZ_BACKING_COUNT)
 		hz_fatal("malloc: span %p + %zu granules handed out is not inside hugezero's "
 			 "reservation (recycler bug)", (void *)start, span->granules);
 	hz_lock(&lock);
-	claimed = claimed_granule(index_of(start)) && claimed_granule(index_of(end) - 1);
+	claimed = hz_bits_get(r->used, index_of(r, start)) &&
+		  hz_bits_get(r->used, index_of(r, end) - 1);
 	hz_unlock(&lock);
 	if (!claimed)
 		hz_fatal("malloc: span %p + %zu granules handed out is not claimed (recycler bug)",
 			 (void *)start, span->granules);
-	if (__atomic_load_n(&meta[index_of(start)].live, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&r->meta[index_of(r, start)].live, __ATOMIC_ACQUIRE))
 		hz_fatal("malloc: block %p handed out while live (recycler bug: handed out twice)",
 			 (void *)start);
+	return r;
 }
 
 void hz_blocks_revive(const struct hz_span *span)
 {
-	struct block_meta *m;
+	struct hz_block_region *r = check_hand_out(span);
+	struct block_meta *m = &r->meta[index_of(r, span->start)];
 
-	check_hand_out(span);
-	m = &meta[index_of(span->start)];
 	m->granules = (uint32_t)span->granules;
 	m->backing = (uint8_t)span->backing;
 	if (__atomic_exchange_n(&m->live, 1, __ATOMIC_ACQ_REL))
@@ -351,48 +397,6 @@ void hz_blocks_release_span(const struct hz_span *span)
 	release(span->start, hz_span_bytes(span));
 }
 
-/* ---- foreign blocks ---- */
-
-static int all_foreign;
-
-void hz_blocks_mark_foreign(uintptr_t start, size_t len)
-{
-	/* end first: it is published last (reserve), after start and the
-	 * tables, so a call racing start-up sees all of them or nothing. */
-	uintptr_t hi = __atomic_load_n(&hz_reservation.end, __ATOMIC_ACQUIRE);
-	uintptr_t lo = __atomic_load_n(&hz_reservation.start, __ATOMIC_RELAXED);
-	uintptr_t end = len > UINTPTR_MAX - start ? UINTPTR_MAX : start + len;
-
-	if (start < lo)
-		start = lo;
-	if (end > hi)
-		end = hi;
-	/* Release: a free that reads the mark after this store also sees
-	 * everything the program did before its call. */
-	for (uintptr_t a = start; a < end; a = hz_align_down(a, HZ_GRANULE) + HZ_GRANULE)
-		__atomic_store_n(&meta[index_of(a)].foreign, 1, __ATOMIC_RELEASE);
-}
-
-void hz_blocks_all_foreign(bool on)
-{
-	__atomic_store_n(&all_foreign, on, __ATOMIC_RELEASE);
-}
-
-static bool foreign_granules(size_t first, size_t n)
-{
-	if (__atomic_load_n(&all_foreign, __ATOMIC_ACQUIRE))
-		return true;
-	for (size_t i = first; i < first + n; i++)
-		if (__atomic_load_n(&meta[i].foreign, __ATOMIC_ACQUIRE))
-			return true;
-	return false;
-}
-
-bool hz_blocks_reusable(const struct hz_span *span)
-{
-	return !foreign_granules(index_of(span->start), span->granules);
-}
-
 void hz_blocks_free(void *p)
 {
 	struct hz_span span;
@@ -403,29 +407,29 @@ void hz_blocks_free(void *p)
 
 size_t hz_blocks_usable(const void *p)
 {
-	return (size_t)live_block(p, "malloc_usable_size")->granules * HZ_GRANULE;
+	return (size_t)live_block(p, "malloc_usable_size", NULL)->granules * HZ_GRANULE;
 }
 
-/* Claim the granules right after the block and back them. */
-static int grow_in_place(size_t first, size_t old_g, size_t new_g,
+/* Claim the granules right after the block, in its region, and back them. */
+static int grow_in_place(struct hz_block_region *r, size_t first, size_t old_g, size_t new_g,
 			 enum hz_backing backing)
 {
 	enum hz_backing got;
 	int ret = -ENOMEM;
 
 	hz_lock(&lock);
-	if (first + new_g <= granule_count &&
-	    next_used(first + old_g, first + new_g) == first + new_g) {
-		mark(first + old_g, new_g - old_g, true);
+	if (first + new_g <= r->granules &&
+	    hz_bits_find(r->used, first + old_g, first + new_g, true) == first + new_g) {
+		take(r, first + old_g, new_g - old_g);
 		ret = 0;
 	}
 	hz_unlock(&lock);
 	if (ret != 0)
 		return ret;
-	ret = hz_backing_map(addr_of(first + old_g), (new_g - old_g) * HZ_GRANULE,
+	ret = hz_backing_map(addr_of(r, first + old_g), (new_g - old_g) * HZ_GRANULE,
 			     backing, &got);
 	if (ret != 0)
-		unclaim_after(ret, first + old_g, new_g - old_g);
+		unclaim_after(ret, r, first + old_g, new_g - old_g);
 	return ret;
 }
 
@@ -438,71 +442,84 @@ static void retire_old_place(struct block_meta *old)
 	__atomic_store_n(&old->live, 0, __ATOMIC_RELEASE);
 }
 
+/* Where a block is, or goes: its region and first granule. */
+struct place {
+	struct hz_block_region *r;
+	size_t first;
+};
+
+static uintptr_t place_addr(struct place p)
+{
+	return addr_of(p.r, p.first);
+}
+
 /* Kernels before 5.7: a plain move, which leaves a hole where the block
  * was; its put-back never replaces what another thread mapped there. */
-static int move_leaving_hole(size_t first, size_t old_g, size_t new_g, size_t to,
+static int move_leaving_hole(struct place from, size_t old_g, size_t new_g, struct place to,
 			     struct block_meta *old)
 {
-	uintptr_t start = addr_of(first);
+	uintptr_t start = place_addr(from);
 	void *moved;
 	int ret;
 
 	ret = hz_prim_mremap((void *)start, old_g * HZ_GRANULE, new_g * HZ_GRANULE,
-			     MREMAP_MAYMOVE | MREMAP_FIXED, (void *)addr_of(to), &moved);
+			     MREMAP_MAYMOVE | MREMAP_FIXED, (void *)place_addr(to), &moved);
 	if (ret != 0) {
-		unclaim(to, new_g);
+		unclaim(to.r, to.first, new_g);
 		return ret;
 	}
 	retire_old_place(old);
 	ret = hz_prim_reserve_hole(start, old_g * HZ_GRANULE);
 	if (ret == 0 || ret == -EEXIST)
-		unclaim_after(ret, first, old_g);
+		unclaim_after(ret, from.r, from.first, old_g);
 	return 0;
 }
 
-/* Move the block's page tables to a new, larger place in the reservation:
- * map the new tail there, then move the pages with MREMAP_DONTUNMAP, which
- * leaves the old range mapped (and empty) until it is released. No step
- * opens a hole in the reservation: the kernel could place another mapping
- * in one, and we would take the pointers into it for ours (free would
- * stop the program). */
-static int move_block(size_t first, size_t old_g, size_t new_g, size_t unit,
-		      enum hz_backing backing, struct block_meta *old, uintptr_t *new_start,
-		      bool foreign)
+/* The plain move of move_leaving_hole, after MREMAP_DONTUNMAP was refused. */
+static int move_plain(struct place from, size_t old_g, size_t new_g, size_t unit,
+		      struct block_meta *old, struct place *to)
 {
-	uintptr_t start = addr_of(first);
-	size_t old_len = old_g * HZ_GRANULE, to;
+	int ret = claim(new_g, unit / HZ_GRANULE, &to->r, &to->first);
+
+	return ret != 0 ? ret : move_leaving_hole(from, old_g, new_g, *to, old);
+}
+
+/* Move the block's page tables to a new, larger place (in any region): map
+ * the new tail there, then move the pages with MREMAP_DONTUNMAP, which
+ * leaves the old range mapped (and empty) until it is released. No step
+ * opens a hole in a region: the kernel could place another mapping in one,
+ * and we would take the pointers into it for ours (free would stop the
+ * program). */
+static int move_block(struct place from, size_t old_g, size_t new_g, size_t unit,
+		      enum hz_backing backing, struct block_meta *old, struct place *out)
+{
+	uintptr_t start = place_addr(from);
+	size_t old_len = old_g * HZ_GRANULE;
+	bool foreign = hz_blocks_foreign_range(start, old_len);
+	struct place to;
 	enum hz_backing got;
 	void *moved;
 	int ret;
 
-	hz_lock(&lock);
-	ret = claim(new_g, unit / HZ_GRANULE, &to);
-	hz_unlock(&lock);
+	ret = claim(new_g, unit / HZ_GRANULE, &to.r, &to.first);
 	if (ret != 0)
 		return ret;
-	ret = hz_backing_map(addr_of(to) + old_len, (new_g - old_g) * HZ_GRANULE, backing, &got);
+	ret = hz_backing_map(place_addr(to) + old_len, (new_g - old_g) * HZ_GRANULE, backing,
+			     &got);
 	if (ret != 0) {
-		unclaim(to, old_g);
-		unclaim_after(ret, to + old_g, new_g - old_g);
+		unclaim(to.r, to.first, old_g);
+		unclaim_after(ret, to.r, to.first + old_g, new_g - old_g);
 		return ret;
 	}
 	ret = hz_prim_mremap((void *)start, old_len, old_len,
 			     MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
-			     (void *)addr_of(to), &moved);
+			     (void *)place_addr(to), &moved);
 	if (ret != 0) {
-		release(addr_of(to) + old_len, (new_g - old_g) * HZ_GRANULE);
-		unclaim(to, old_g);
+		release(place_addr(to) + old_len, (new_g - old_g) * HZ_GRANULE);
+		unclaim(to.r, to.first, old_g);
 		/* EINVAL: no MREMAP_DONTUNMAP (or not for this memory). */
-		if (ret == -EINVAL) {
-			hz_lock(&lock);
-			ret = claim(new_g, unit / HZ_GRANULE, &to);
-			hz_unlock(&lock);
-			if (ret == 0)
-				ret = move_leaving_hole(first, old_g, new_g, to, old);
-		}
-		if (ret != 0)
-			return ret;
+		if (ret != -EINVAL || move_plain(from, old_g, new_g, unit, old, &to) != 0)
+			return ret == -EINVAL ? -ENOMEM : ret;
 	} else {
 		retire_old_place(old);
 		release(start, old_len);
@@ -510,8 +527,8 @@ static int move_block(size_t first, size_t old_g, size_t new_g, size_t unit,
 	/* The pages moved with their mappings' properties (mremap), so the
 	 * mark moves too: claiming the new place cleared it. */
 	if (foreign)
-		hz_blocks_mark_foreign(addr_of(to), old_g * HZ_GRANULE);
-	*new_start = addr_of(to);
+		hz_blocks_mark_foreign(place_addr(to), old_len);
+	*out = to;
 	return 0;
 }
 
@@ -532,10 +549,11 @@ static int copy_block(void *p, size_t size, size_t old_g, void **out)
 
 int hz_blocks_resize(void *p, size_t size, void **out)
 {
-	struct block_meta *m = live_block(p, "realloc");
+	struct hz_block_region *r;
+	struct block_meta *m = live_block(p, "realloc", &r);
 	enum hz_backing backing = (enum hz_backing)m->backing;
 	size_t unit = unit_of(backing);
-	size_t first = index_of((uintptr_t)p);
+	struct place at = { r, index_of(r, (uintptr_t)p) };
 	size_t old_g = m->granules, new_g, len;
 	uintptr_t start = (uintptr_t)p;
 
@@ -545,20 +563,20 @@ int hz_blocks_resize(void *p, size_t size, void **out)
 	if (new_g < old_g) {
 		/* Shrink: only the tail's memory goes back. */
 		if (hz_prim_decommit(start + len, (old_g - new_g) * HZ_GRANULE) == 0) {
-			unclaim(first + new_g, old_g - new_g);
+			unclaim(r, at.first + new_g, old_g - new_g);
 			m->granules = (uint32_t)new_g;
 			hz_stats_live(-(int64_t)((old_g - new_g) * HZ_GRANULE));
 		}
 		hz_stats_add(realloc_in_place, 1);
 	} else if (new_g > old_g) {
-		if (grow_in_place(first, old_g, new_g, backing) == 0) {
+		if (grow_in_place(r, at.first, old_g, new_g, backing) == 0) {
 			hz_stats_add(realloc_in_place, 1);
-		} else if (move_block(first, old_g, new_g, unit, backing, m, &start,
-				      foreign_granules(first, old_g)) == 0) {
+		} else if (move_block(at, old_g, new_g, unit, backing, m, &at) == 0) {
 			/* m stopped being live inside the move (retire_old_place). */
-			m = &meta[index_of(start)];
+			m = &at.r->meta[at.first];
 			m->backing = (uint8_t)backing;
 			__atomic_store_n(&m->live, 1, __ATOMIC_RELEASE);
+			start = place_addr(at);
 			hz_stats_add(realloc_moved, 1);
 		} else {
 			return copy_block(p, size, old_g, out);
@@ -572,8 +590,12 @@ int hz_blocks_resize(void *p, size_t size, void **out)
 
 void hz_blocks_fork_prepare(void)
 {
-	/* fork from a signal handler that interrupted this thread inside the
-	 * lock: waiting would deadlock, so the child just resets it. */
+	/* fork from a signal handler that interrupted this thread inside a
+	 * lock: waiting would deadlock, so the child just resets it. The
+	 * grow lock comes first, as in claim. */
+	fork_grow_skipped = hz_lock_held_here(&grow_lock);
+	if (!fork_grow_skipped)
+		hz_lock(&grow_lock);
 	fork_lock_skipped = hz_lock_held_here(&lock);
 	if (!fork_lock_skipped)
 		hz_lock(&lock);
@@ -583,11 +605,14 @@ void hz_blocks_fork_parent(void)
 {
 	if (!fork_lock_skipped)
 		hz_unlock(&lock);
+	if (!fork_grow_skipped)
+		hz_unlock(&grow_lock);
 }
 
 void hz_blocks_fork_child(void)
 {
 	hz_lock_reset(&lock);
+	hz_lock_reset(&grow_lock);
 }
 
 #ifdef HZ_TEST_CORE
@@ -596,9 +621,7 @@ void hz_blocks_fork_child(void)
 void hz_blocks_view_begin(struct hz_blocks_view *v)
 {
 	hz_lock(&lock);
-	v->meta = meta;
-	v->used = used;
-	v->granule_count = granule_count;
+	v->regions = hz_block_regions;
 }
 
 void hz_blocks_view_end(void)

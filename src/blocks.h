@@ -1,11 +1,13 @@
-/* Large blocks: carved from one PROT_NONE reservation made at start-up, so
- * that "is this pointer ours?" is a range check with no lock, and tracked in
- * an out-of-band table indexed by 2 MiB granule, so a corrupted program heap
- * cannot corrupt our metadata.
+/* Large blocks: carved from regions of PROT_NONE address space reserved as
+ * blocks need them (1 GiB each, or as large as one block needs), so that
+ * "is this pointer ours?" is one table lookup with no lock, and tracked in
+ * out-of-band tables indexed by 2 MiB granule, so a corrupted program heap
+ * cannot corrupt our metadata. Nothing is reserved at start-up: a process
+ * that never makes a large block holds no address space for them.
  *
  * Every block starts on a granule (2 MiB) boundary, or on a 1 GiB boundary
  * when it is backed by 1 GiB pages or aligned that way, and its usable size
- * is a whole number of granules. */
+ * is a whole number of granules. A block lies inside one region. */
 #ifndef HZ_BLOCKS_H
 #define HZ_BLOCKS_H
 
@@ -14,36 +16,71 @@
 #include <stdint.h>
 
 #include "backing.h"
+#include "range.h"
 
 #define HZ_GRANULE ((size_t)2 << 20)
 /* Largest alignment served: 1 GiB, the largest huge page. */
 #define HZ_ALIGN_MAX ((size_t)1 << 30)
+/* No block is larger than HUGEZERO_RESERVE's largest value (64 TiB): a
+ * request above it fails before any rounding could wrap. */
+#define HZ_BLOCK_MAX ((size_t)1 << 46)
 
-struct hz_reservation {
-	uintptr_t start;
-	uintptr_t end;
-};
+/* Regions start and end on 1 GiB boundaries, so one byte per GiB of the
+ * 47-bit user address space (128 KiB) says which region, if any, holds an
+ * address: nonzero is the region's slot plus one. Written under the blocks
+ * lock, with a release store after the region's tables are ready; read
+ * with an acquire load and no lock. Regions the kernel places above 2^47
+ * (5-level paging, an explicit hint) are not used. */
+#define HZ_REGION_SHIFT 30
+#define HZ_REGION_GIBS ((size_t)1 << (47 - HZ_REGION_SHIFT))
+extern uint8_t hz_region_of_gib[HZ_REGION_GIBS];
 
-/* Set once by hz_blocks_init, read without locks. */
-extern struct hz_reservation hz_reservation;
+/* The smallest range holding every region held now (empty before the
+ * first large block). Other mappings may lie between regions: ask
+ * hz_blocks_owns or hz_blocks_touches about an address, not this. */
+extern struct hz_range hz_reservation;
 
-/* Reserve the address space (HUGEZERO_RESERVE, at most half of RLIMIT_AS),
- * once per process: later calls return the first call's result, and calls
- * from several threads wait for it. Returns 0 or a negative errno value; on
- * failure hugezero serves nothing. */
+/* Once per process before the first block; nothing to reserve any more, so
+ * it returns 0. Kept for the start-up sequence. */
 int hz_blocks_init(void);
 
-/* The size hz_blocks_init reserves (or tries to): HUGEZERO_RESERVE, capped
- * at half of RLIMIT_AS, in whole GiB. */
+/* The most address space the regions may hold together: HUGEZERO_RESERVE,
+ * capped at half of RLIMIT_AS (read now), in whole GiB. */
 size_t hz_blocks_reservation_size(void);
+
+/* Bytes of address space the regions hold now. */
+size_t hz_blocks_held(void);
 
 static inline bool hz_blocks_owns(const void *p)
 {
-	uintptr_t a = (uintptr_t)p;
+	uintptr_t g = (uintptr_t)p >> HZ_REGION_SHIFT;
 
-	return a >= __atomic_load_n(&hz_reservation.start, __ATOMIC_RELAXED) &&
-	       a < __atomic_load_n(&hz_reservation.end, __ATOMIC_RELAXED);
+	return g < HZ_REGION_GIBS && __atomic_load_n(&hz_region_of_gib[g], __ATOMIC_ACQUIRE) != 0;
 }
+
+/* Whether a and b lie in the same region, or both outside every region
+ * (the cache merges adjacent spans only then: two regions side by side are
+ * two mappings, and a block never spans both). */
+static inline bool hz_blocks_same_region(uintptr_t a, uintptr_t b)
+{
+	uintptr_t ga = a >> HZ_REGION_SHIFT, gb = b >> HZ_REGION_SHIFT;
+	uint8_t ra = ga < HZ_REGION_GIBS ? __atomic_load_n(&hz_region_of_gib[ga], __ATOMIC_ACQUIRE) : 0;
+	uint8_t rb = gb < HZ_REGION_GIBS ? __atomic_load_n(&hz_region_of_gib[gb], __ATOMIC_ACQUIRE) : 0;
+
+	return ra == rb;
+}
+
+/* Whether r meets a region (munmap and mremap refuse such ranges). */
+bool hz_blocks_touches(struct hz_range r);
+
+/* The i-th region held (in slot order), for tests and reports: false when
+ * there are fewer. */
+bool hz_blocks_region(size_t i, struct hz_range *out);
+
+/* Give back every region that holds no claimed granule (no block, live or
+ * cached): the address space of the program's lowered RLIMIT_AS. Returns
+ * the bytes released. */
+size_t hz_blocks_release_unused(void);
 
 /* A new block of at least size bytes aligned to align (a power of two up to
  * HZ_ALIGN_MAX). Fresh blocks are zero. Returns 0 or -ENOMEM. */
@@ -68,14 +105,14 @@ void hz_blocks_retire(void *p, struct hz_span *span);
 
 /* Make a span a live block again. Stops the program (one line, then abort)
  * when the span is not one the recycler may hand out: outside the
- * reservation, not claimed, or a block already live. */
+ * regions, not claimed, or a block already live. */
 void hz_blocks_revive(const struct hz_span *span);
 
-/* Give a span's memory and address space back (to the reservation). A
+/* Give a span's memory back; its address space stays in its region. A
  * foreign span (below) is reset first: hz_prim_reset_reservation. */
 void hz_blocks_release_span(const struct hz_span *span);
 
-/* ---- foreign blocks ----
+/* ---- foreign blocks (blocks_foreign.c) ----
  *
  * A block the program changed the mapping of (mprotect, mlock, madvise
  * that changes the mapping, mmap MAP_FIXED over it, a userfaultfd: the
@@ -88,8 +125,8 @@ void hz_blocks_release_span(const struct hz_span *span);
  * granules are claimed again; reading it costs a load per granule of the
  * block at free, and nothing on the paths that do not free. */
 
-/* Mark every granule of the reservation that [start, start + len)
- * touches; the part outside it is ignored. Lock-free, async-signal-safe. */
+/* Mark every granule of a region that [start, start + len) touches; the
+ * part outside every region is ignored. Lock-free, async-signal-safe. */
 void hz_blocks_mark_foreign(uintptr_t start, size_t len);
 
 /* While on (mlockall(MCL_FUTURE): every new mapping is locked), every
@@ -100,7 +137,7 @@ void hz_blocks_all_foreign(bool on);
  * of it is foreign and hz_blocks_all_foreign is off. */
 bool hz_blocks_reusable(const struct hz_span *span);
 
-/* Free a block. A pointer inside the reservation that is not a live block's
+/* Free a block. A pointer inside a region that is not a live block's
  * start is a double free or a wild pointer: reported, then the program is
  * stopped, as glibc does for a corrupted heap. */
 void hz_blocks_free(void *p);

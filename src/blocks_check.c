@@ -4,6 +4,7 @@
 
 #include <errno.h>
 
+#include "bitmap.h"
 #include "blocks_view.h"
 #include "log.h"
 #include "range.h"
@@ -12,14 +13,9 @@
 /* The tables, valid between hz_blocks_view_begin and _end. */
 static struct hz_blocks_view v;
 
-static size_t index_of(uintptr_t a)
+static uintptr_t addr_of(const struct hz_block_region *r, size_t index)
 {
-	return (a - hz_reservation.start) / HZ_GRANULE;
-}
-
-static uintptr_t addr_of(size_t index)
-{
-	return hz_reservation.start + index * HZ_GRANULE;
+	return r->range.start + index * HZ_GRANULE;
 }
 
 static size_t unit_of(enum hz_backing b)
@@ -29,26 +25,21 @@ static size_t unit_of(enum hz_backing b)
 	return page > HZ_GRANULE ? page : HZ_GRANULE;
 }
 
-static bool claimed(size_t i)
-{
-	return v.used[i / 64] & (1ULL << (i % 64));
-}
-
 /* A live block's metadata is sane and its granules are claimed. */
-static int check_block(size_t i, const struct block_meta *m)
+static int check_block(const struct hz_block_region *r, size_t i, const struct block_meta *m)
 {
 	size_t unit = unit_of(m->backing < HZ_BACKING_COUNT ? (enum hz_backing)m->backing
 							     : HZ_BACKING_SMALL) / HZ_GRANULE;
 
 	if (m->backing >= HZ_BACKING_COUNT || m->granules == 0 ||
-	    m->granules > v.granule_count - i || i % unit != 0 || m->granules % unit != 0) {
-		hz_warn("check: block at %p: %u granules, backing %u", (void *)addr_of(i),
+	    m->granules > r->granules - i || i % unit != 0 || m->granules % unit != 0) {
+		hz_warn("check: block at %p: %u granules, backing %u", (void *)addr_of(r, i),
 			m->granules, m->backing);
 		return -EUCLEAN;
 	}
 	for (size_t g = i; g < i + m->granules; g++) {
-		if (!claimed(g)) {
-			hz_warn("check: block at %p: granule %zu unclaimed", (void *)addr_of(i),
+		if (!hz_bits_get(r->used, g)) {
+			hz_warn("check: block at %p: granule %zu unclaimed", (void *)addr_of(r, i),
 				g - i);
 			return -EUCLEAN;
 		}
@@ -56,37 +47,68 @@ static int check_block(size_t i, const struct block_meta *m)
 	return 0;
 }
 
-static int census(struct hz_blocks_census *c)
+/* A region is published for each of its GiBs, and nothing else is. */
+static int check_published(const struct hz_block_region *r, size_t slot)
 {
-	size_t covered = 0; /* granules before this index belong to a block */
-
-	*c = (struct hz_blocks_census){ 0, 0, 0 };
-	for (size_t i = 0; i < v.granule_count; i++) {
-		const struct block_meta *m = &v.meta[i];
-		int ret;
-
-		c->claimed_granules += claimed(i);
-		if (!__atomic_load_n(&m->live, __ATOMIC_ACQUIRE))
-			continue;
-		if (i < covered) {
-			hz_warn("check: block at %p starts inside the previous one",
-				(void *)addr_of(i));
-			return -EUCLEAN;
-		}
-		ret = check_block(i, m);
-		if (ret != 0)
-			return ret;
-		c->live_blocks++;
-		c->live_granules += m->granules;
-		covered = i + m->granules;
-	}
-	for (size_t i = v.granule_count; i < hz_align_up(v.granule_count, 64); i++) {
-		if (claimed(i)) {
-			hz_warn("check: granule %zu past the reservation is claimed", i);
+	for (uintptr_t g = r->range.start >> HZ_REGION_SHIFT; g < r->range.end >> HZ_REGION_SHIFT;
+	     g++) {
+		if (hz_region_of_gib[g] != slot + 1) {
+			hz_warn("check: region %p: GiB %#lx not published", (void *)r->range.start,
+				(unsigned long)g);
 			return -EUCLEAN;
 		}
 	}
 	return 0;
+}
+
+static int census_region(const struct hz_block_region *r, size_t slot, struct hz_blocks_census *c)
+{
+	size_t covered = 0; /* granules before this index belong to a block */
+	int ret = check_published(r, slot);
+
+	for (size_t i = 0; i < r->granules && ret == 0; i++) {
+		const struct block_meta *m = &r->meta[i];
+
+		c->claimed_granules += hz_bits_get(r->used, i);
+		if (!__atomic_load_n(&m->live, __ATOMIC_ACQUIRE))
+			continue;
+		if (i < covered) {
+			hz_warn("check: block at %p starts inside the previous one",
+				(void *)addr_of(r, i));
+			return -EUCLEAN;
+		}
+		ret = check_block(r, i, m);
+		c->live_blocks++;
+		c->live_granules += m->granules;
+		covered = i + m->granules;
+	}
+	for (size_t i = r->granules; i < hz_align_up(r->granules, 64) && ret == 0; i++) {
+		if (hz_bits_get(r->used, i)) {
+			hz_warn("check: granule %zu past the region's end is claimed", i);
+			return -EUCLEAN;
+		}
+	}
+	return ret;
+}
+
+static int census(struct hz_blocks_census *c)
+{
+	size_t published = 0, gibs = 0;
+	int ret = 0;
+
+	for (size_t k = 0; k < HZ_REGIONS_MAX && ret == 0; k++) {
+		if (hz_range_empty(v.regions[k].range))
+			continue;
+		gibs += hz_range_len(v.regions[k].range) >> HZ_REGION_SHIFT;
+		ret = census_region(&v.regions[k], k, c);
+	}
+	for (size_t g = 0; g < HZ_REGION_GIBS; g++)
+		published += hz_region_of_gib[g] != 0;
+	if (ret == 0 && published != gibs) {
+		hz_warn("check: %zu GiB published, the regions hold %zu", published, gibs);
+		ret = -EUCLEAN;
+	}
+	return ret;
 }
 
 int hz_blocks_check(struct hz_blocks_census *c)
@@ -95,8 +117,6 @@ int hz_blocks_check(struct hz_blocks_census *c)
 	int ret;
 
 	*c = (struct hz_blocks_census){ 0, 0, 0 };
-	if (__atomic_load_n(&hz_reservation.end, __ATOMIC_ACQUIRE) == 0)
-		return 0; /* nothing reserved, nothing served */
 	hz_blocks_view_begin(&v);
 	ret = census(c);
 	hz_blocks_view_end();
@@ -109,44 +129,60 @@ int hz_blocks_check(struct hz_blocks_census *c)
 	return ret;
 }
 
-/* The first live block using a granule of [first, end), as the index of
- * its first granule, or v.granule_count. */
-static size_t live_block_in(size_t first, size_t end)
+/* The region holding all of [start, end), or NULL. */
+static const struct hz_block_region *region_holding(uintptr_t start, uintptr_t end)
+{
+	for (size_t k = 0; k < HZ_REGIONS_MAX; k++) {
+		struct hz_range r = v.regions[k].range;
+
+		if (!hz_range_empty(r) && start >= r.start && end <= r.end && end > start &&
+		    (start - r.start) % HZ_GRANULE == 0)
+			return &v.regions[k];
+	}
+	return NULL;
+}
+
+/* The first live block of r using a granule of [first, end), as the index
+ * of its first granule, or r->granules. */
+static size_t live_block_in(const struct hz_block_region *r, size_t first, size_t end)
 {
 	for (size_t i = 0; i < end; i++) {
-		const struct block_meta *m = &v.meta[i];
+		const struct block_meta *m = &r->meta[i];
 
 		if (__atomic_load_n(&m->live, __ATOMIC_ACQUIRE) && i + m->granules > first)
 			return i;
 	}
-	return v.granule_count;
+	return r->granules;
 }
 
 int hz_blocks_check_span(const struct hz_span *span)
 {
 	uintptr_t end = span->start + hz_span_bytes(span);
-	size_t block;
+	const struct hz_block_region *r;
+	size_t block, first, last;
 	int ret = 0;
 
-	if (span->granules == 0 || span->start < hz_reservation.start ||
-	    end > hz_reservation.end || end < span->start ||
-	    (span->start - hz_reservation.start) % HZ_GRANULE != 0) {
-		hz_warn("check: span %p + %zu granules is not in the reservation",
+	hz_blocks_view_begin(&v);
+	r = span->granules == 0 ? NULL : region_holding(span->start, end);
+	if (r == NULL) {
+		hz_blocks_view_end();
+		hz_warn("check: span %p + %zu granules is not in a region",
 			(void *)span->start, span->granules);
 		return -EUCLEAN;
 	}
-	hz_blocks_view_begin(&v);
-	for (size_t g = index_of(span->start); g < index_of(end) && ret == 0; g++) {
-		if (!claimed(g)) {
+	first = (span->start - r->range.start) / HZ_GRANULE;
+	last = first + span->granules;
+	for (size_t g = first; g < last && ret == 0; g++) {
+		if (!hz_bits_get(r->used, g)) {
 			hz_warn("check: span %p: granule %zu unclaimed", (void *)span->start,
-				g - index_of(span->start));
+				g - first);
 			ret = -EUCLEAN;
 		}
 	}
-	block = live_block_in(index_of(span->start), index_of(end));
-	if (ret == 0 && block != v.granule_count) {
+	block = live_block_in(r, first, last);
+	if (ret == 0 && block != r->granules) {
 		hz_warn("check: span %p overlaps the live block at %p", (void *)span->start,
-			(void *)addr_of(block));
+			(void *)addr_of(r, block));
 		ret = -EUCLEAN;
 	}
 	hz_blocks_view_end();

@@ -85,9 +85,10 @@ static bool over_budget(const struct hz_cache *c, size_t bytes)
 	return hz_cache_budget_used(c->budget) + bytes > c->budget->max;
 }
 
-/* Adjacent spans sit in one contiguous stretch of the reservation, so
- * merging is only arithmetic; hugetlb spans merge only in whole pages,
- * which they are. */
+/* Adjacent spans of one region sit in one contiguous stretch of address
+ * space, so merging is only arithmetic; spans of two regions side by side
+ * never merge (no block may cross regions); hugetlb spans merge only in
+ * whole pages, which they are. */
 void hz_cache_add(struct hz_cache *c, struct hz_cache_entry e, struct hz_cache_batch *b)
 {
 	size_t bytes = hz_span_bytes(&e.span);
@@ -98,8 +99,9 @@ void hz_cache_add(struct hz_cache *c, struct hz_cache_entry e, struct hz_cache_b
 		if (n->span.backing != e.span.backing || n->clean != e.clean ||
 		    hz_span_bytes(&n->span) + bytes > c->budget->max)
 			continue;
-		if (n->span.start + hz_span_bytes(&n->span) == e.span.start ||
-		    e.span.start + bytes == n->span.start) {
+		if ((n->span.start + hz_span_bytes(&n->span) == e.span.start ||
+		     e.span.start + bytes == n->span.start) &&
+		    hz_blocks_same_region(n->span.start, e.span.start)) {
 			struct hz_cache_entry merged = hz_cache_remove(c, i);
 
 			merged.span.start = merged.span.start < e.span.start ? merged.span.start

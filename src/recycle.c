@@ -97,10 +97,10 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 	size_t dirty = 0;
 	int ret;
 
-	/* Larger than the reservation: nothing can serve it, and rounding it
-	 * up to granules (hz_cache_granules_for) would wrap around to a small
-	 * size that a cached span fits (malloc(SIZE_MAX) returned 0 bytes). */
-	if (size > hz_reservation.end - hz_reservation.start)
+	/* Larger than any block: nothing can serve it, and rounding it up to
+	 * granules (hz_cache_granules_for) would wrap around to a small size
+	 * that a cached span fits (malloc(SIZE_MAX) returned 0 bytes). */
+	if (size > HZ_BLOCK_MAX)
 		return -ENOMEM;
 	if (hz_cache_policy()->cache_max == 0)
 		return hz_blocks_alloc(size, align, out);
@@ -172,20 +172,25 @@ void hz_recycle_free(void *p)
 		hz_prezero_wake();
 }
 
-void hz_recycle_drop_cached(void)
+void hz_recycle_drop(void)
 {
-	struct hz_cache_batch b = { .count = 0 };
-	struct hz_cache *c = hz_prezero_enter(&b);
+	bool more = true;
 
-	if (!c)
-		return; /* the thread holds the table: its spans are marked anyway */
-	while (c->count > 0) {
-		struct hz_span s = hz_cache_remove(c, c->count - 1).span;
+	while (more) {
+		struct hz_cache_batch b = { .count = 0 };
+		struct hz_cache *c = hz_prezero_enter(&b);
 
-		hz_cache_batch_put(c, &b, &s);
+		if (!c)
+			return;
+		while (c->count > 0 && b.count < HZ_CACHE_BATCH) {
+			struct hz_cache_entry e = hz_cache_remove(c, c->count - 1);
+
+			hz_cache_batch_put(c, &b, &e.span);
+		}
+		more = c->count > 0;
+		hz_prezero_leave();
+		hz_prezero_release(&b);
 	}
-	hz_prezero_leave();
-	hz_prezero_release(&b);
 }
 
 void hz_recycle_fork_prepare(void)

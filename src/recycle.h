@@ -19,10 +19,11 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out);
  * full or disabled). Keeps errno. */
 void hz_recycle_free(void *p);
 
-/* Release every cached block now (mlockall locked them, or will lock
- * every new mapping: a cached block would stay locked, or be handed out
- * unlocked). Keeps errno. */
-void hz_recycle_drop_cached(void);
+/* Release every span the cache holds (one pass: spans the pre-zero
+ * thread holds now come back later, and a refused guard drops nothing).
+ * For a program lowering its RLIMIT_AS, or calling mlockall (a cached
+ * block would stay locked, or be handed out unlocked). Keeps errno. */
+void hz_recycle_drop(void);
 
 /* fork handlers. */
 void hz_recycle_fork_prepare(void);

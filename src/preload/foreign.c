@@ -127,7 +127,7 @@ HZ_PRIVATE_API void hz_foreign_lock_all_begin(int flags)
 	if (flags & MCL_CURRENT)
 		hz_blocks_mark_foreign(hz_reservation.start,
 				       hz_reservation.end - hz_reservation.start);
-	hz_recycle_drop_cached();
+	hz_recycle_drop();
 }
 
 HZ_PRIVATE_API void hz_foreign_lock_all_end(int flags, int result)

@@ -77,17 +77,16 @@ HZ_PRIVATE_API void *hz_preload_mmap(void *addr, size_t len, int prot, int flags
 	return hz_next.next_mmap(addr, len, prot, flags, fd, off);
 }
 
-/* The reservation holds our blocks and their metadata's promises: a program
- * that unmaps or moves part of it (always a bug: it is not the program's
+/* The regions hold our blocks and their metadata's promises: a program
+ * that unmaps or moves part of one (always a bug: it is not the program's
  * memory) would let the kernel place other mappings where we later map
  * blocks. Refuse, as the kernel does for ranges it does not allow. */
 static int touches_reservation(const void *addr, size_t len)
 {
 	uintptr_t a = (uintptr_t)addr;
 	struct hz_range r = { a, len > UINTPTR_MAX - a ? UINTPTR_MAX : a + len };
-	struct hz_range res = { hz_reservation.start, hz_reservation.end };
 
-	return !hz_range_empty(res) && !hz_range_empty(hz_range_clamp(r, res));
+	return hz_blocks_touches(r);
 }
 
 static void refuse(const char *what, const void *addr)

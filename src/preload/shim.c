@@ -291,3 +291,53 @@ EXPORT int ioctl(int fd, unsigned long request, ...)
 	hz_foreign_ioctl_end(request, arg, ret);
 	return ret;
 }
+
+/* ---- resource limits ----
+ * setrlimit, prlimit and their 64-bit names (programs built with
+ * _FILE_OFFSET_BITS=64 call those): a lowered RLIMIT_AS first shrinks what
+ * hugezero holds unused (src/preload/limits.c), then the real call sets it.
+ * The 64-bit names take the same layout on 64-bit targets. */
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "limits.h"
+
+#define SETRLIMIT_FN int (*)(__rlimit_resource_t, const struct rlimit *)
+#define PRLIMIT_FN int (*)(pid_t, __rlimit_resource_t, const struct rlimit *, struct rlimit *)
+
+EXPORT int setrlimit(__rlimit_resource_t resource, const struct rlimit *rl)
+{
+	ready();
+	hz_preload_setrlimit((int)resource, rl);
+	return CALL_NEXT(SETRLIMIT_FN, "setrlimit", resource, rl);
+}
+
+EXPORT int setrlimit64(__rlimit_resource_t resource, const struct rlimit64 *rl)
+{
+	ready();
+	hz_preload_setrlimit((int)resource, (const struct rlimit *)rl);
+	return CALL_NEXT(SETRLIMIT_FN, "setrlimit64", resource, (const struct rlimit *)rl);
+}
+
+/* Another process's limit is its own business. */
+static void prlimit_begin(pid_t pid, __rlimit_resource_t resource, const struct rlimit *rl)
+{
+	ready();
+	if (pid == 0 || pid == getpid())
+		hz_preload_setrlimit((int)resource, rl);
+}
+
+EXPORT int prlimit(pid_t pid, __rlimit_resource_t resource, const struct rlimit *rl,
+		   struct rlimit *old)
+{
+	prlimit_begin(pid, resource, rl);
+	return CALL_NEXT(PRLIMIT_FN, "prlimit", pid, resource, rl, old);
+}
+
+EXPORT int prlimit64(pid_t pid, __rlimit_resource_t resource, const struct rlimit64 *rl,
+		     struct rlimit64 *old)
+{
+	prlimit_begin(pid, resource, (const struct rlimit *)rl);
+	return CALL_NEXT(PRLIMIT_FN, "prlimit64", pid, resource, (const struct rlimit *)rl,
+			 (struct rlimit *)old);
+}

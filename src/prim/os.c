@@ -307,6 +307,25 @@ int hz_prim_thread_count(unsigned *count)
 	return 0;
 }
 
+/* The address space mapped now ("VmSize:" of /proc/self/status, in kB
+ * there: no page-size unit to guess). */
+int hz_prim_address_space_used(uint64_t *bytes)
+{
+	char buf[4096];
+	ssize_t n = hz_prim_read_file("/proc/self/status", buf, sizeof(buf));
+	const char *p;
+	int saved = errno;
+
+	if (n < 0)
+		return (int)n;
+	p = strstr(buf, "\nVmSize:");
+	if (p == NULL)
+		return -ENOENT;
+	*bytes = (uint64_t)strtoull(p + 8, NULL, 10) << 10;
+	errno = saved;
+	return 0;
+}
+
 /* ---- /tmp ---- */
 
 int hz_prim_open_perfmap(void)

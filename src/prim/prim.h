@@ -79,6 +79,9 @@ int hz_prim_dup_cloexec(int fd, int min);
 /* RLIMIT_AS soft limit, or UINT64_MAX when unlimited. */
 uint64_t hz_prim_address_space_limit(void);
 
+/* Bytes of address space the process maps now (VmSize). */
+int hz_prim_address_space_used(uint64_t *bytes);
+
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t hz_prim_now_ns(void);
 

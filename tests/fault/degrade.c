@@ -22,6 +22,7 @@
 #include "check.h"
 #include "exec/exec.h"
 #include "harness.h"
+#include "preload/limits.h"
 #include "prim/features.h"
 #include "recycle.h"
 #include "stats.h"
@@ -436,6 +437,90 @@ static int realloc_child(void *arg)
 	return CHILD_OK;
 }
 
+/* A region when the 1 GiB of alignment slack cannot be had (a tight
+ * RLIMIT_AS): the first reserve (the over-map) fails, the slack-free
+ * placement serves. Then RLIMIT_AS lowered with every munmap refused: the
+ * region stops being ours all the same (never used again), and the next
+ * block grows a new one. */
+static int region_child(void *arg)
+{
+	const struct rlimit low = { 64 * MiB, RLIM_INFINITY };
+	struct hz_blocks_census bc;
+	unsigned char *p;
+	uintptr_t first;
+	int slot;
+
+	(void)arg;
+	start(NULL);
+	CHECK(hz_blocks_held() == 0);
+	slot = arm(HZ_CALL_MMAP, 1, ENOMEM, false, true, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE);
+	p = hz_preload_malloc(4 * MiB);
+	CHECK(hz_prim_fault_fired(slot) == 1);
+	hz_prim_fault_disarm();
+	CHECK(p && hz_blocks_owns(p) && (uintptr_t)p % GiB == 0 && hz_blocks_held() == GiB);
+	memset(p, 0x33, 4 * MiB);
+	first = (uintptr_t)p;
+	hz_preload_free(p); /* cached */
+	slot = arm(HZ_CALL_MUNMAP, 1, EINVAL, true, false, 0);
+	hz_preload_setrlimit(RLIMIT_AS, &low);
+	CHECK(hz_prim_fault_fired(slot) > 0);
+	hz_prim_fault_disarm();
+	CHECK(hz_blocks_held() == 0 && !hz_blocks_owns((void *)first));
+	CHECK(hz_blocks_check(&bc) == 0 && bc.claimed_granules == 0);
+	p = hz_preload_calloc(1, 4 * MiB);
+	CHECK(p && hz_blocks_owns(p) && (uintptr_t)p != first && p[0] == 0);
+	hz_preload_free(p);
+	CHECK(hz_blocks_check(&bc) == 0 && bc.live_blocks == 0);
+	return CHILD_OK;
+}
+
+static void region_growth_without_slack_and_give_back_with_munmap_refused(void **state)
+{
+	(void)state;
+	run(region_child, NULL, "region growth and give-back under faults");
+}
+
+/* Two regions side by side (the second is placed right under the first):
+ * blocks freed on both sides of the boundary are adjacent in address but
+ * must not merge in the cache, or a later hand-out would cross regions. */
+static int boundary_child(void *arg)
+{
+	static const char *const env[] = { "HUGEZERO_BACKING=thp", NULL };
+	struct hz_recycle_census rc;
+	struct hz_blocks_census bc;
+	unsigned char *x, *y, *z, *w, *q;
+
+	(void)arg;
+	start(env);
+	x = hz_preload_malloc(8 * MiB);
+	y = hz_preload_malloc(GiB - 8 * MiB);
+	z = hz_preload_malloc(GiB - 8 * MiB);
+	w = hz_preload_malloc(8 * MiB);
+	CHECK(x && y && z && w && hz_blocks_owns(x) && hz_blocks_owns(w));
+	if (z + GiB != x || w + 8 * MiB != x) {
+		printf("# skipped: the second region is not right under the first (%p, %p)\n",
+		       (void *)z, (void *)x);
+		return CHILD_SKIPPED;
+	}
+	hz_preload_free(w);
+	hz_preload_free(x);
+	CHECK(hz_recycle_check(&rc, NULL, NULL) == 0);
+	q = hz_preload_malloc(16 * MiB);
+	CHECK(q && hz_blocks_owns(q));
+	memset(q, 0x44, 16 * MiB);
+	hz_preload_free(q);
+	hz_preload_free(y);
+	hz_preload_free(z);
+	CHECK(hz_blocks_check(&bc) == 0 && bc.live_blocks == 0);
+	return CHILD_OK;
+}
+
+static void spans_on_both_sides_of_a_region_boundary_never_merge(void **state)
+{
+	(void)state;
+	run(boundary_child, NULL, "spans on both sides of a region boundary");
+}
+
 /* large_alloc's promise, "we are never worse than [the next allocator]",
  * holds for realloc too: when the reservation cannot hold the new size,
  * the block moves to glibc instead of realloc failing. */
@@ -504,6 +589,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(anon_naming_refused_changes_only_the_names),
 		cmocka_unit_test(cachestat_absent_falls_back_to_mincore_for_good),
 		cmocka_unit_test(realloc_falls_back_to_next_allocator_when_reservation_cannot_grow),
+		cmocka_unit_test(region_growth_without_slack_and_give_back_with_munmap_refused),
+		cmocka_unit_test(spans_on_both_sides_of_a_region_boundary_never_merge),
 		cmocka_unit_test(aligned_mmap_failed_trim_leaves_nothing_mapped),
 	};
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "blocks.h"
+#include "blocks_view.h"
 #include "check.h"
 #include "harness.h"
 #include "recycle.h"
@@ -74,28 +75,50 @@ static bool special(const char *line)
 	return false;
 }
 
+/* Bytes of [s, e) outside every region held, less nothing else. */
+static size_t outside_regions(uintptr_t s, uintptr_t e, const struct hz_blocks_view *v)
+{
+	size_t bytes = e - s;
+
+	for (size_t k = 0; k < HZ_REGIONS_MAX; k++) {
+		struct hz_range r = hz_range_clamp((struct hz_range){ s, e }, v->regions[k].range);
+
+		bytes -= hz_range_len(r);
+	}
+	return bytes;
+}
+
+/* The regions' own tables: hugezero's bookkeeping, mapped with each region. */
+static size_t table_bytes(const struct hz_blocks_view *v)
+{
+	size_t bytes = 0;
+
+	for (size_t k = 0; k < HZ_REGIONS_MAX; k++)
+		if (!hz_range_empty(v->regions[k].range))
+			bytes += hz_block_region_table_bytes(v->regions[k].granules);
+	return bytes;
+}
+
 void footprint_take(struct footprint *f)
 {
-	uintptr_t rs = hz_reservation.start, re = hz_reservation.end;
 	const char *line = maps;
+	struct hz_blocks_view v;
 
 	read_maps();
+	hz_blocks_view_begin(&v);
 	f->outside_bytes = 0;
 	while (*line) {
 		unsigned long s, e;
 
-		if (sscanf(line, "%lx-%lx", &s, &e) == 2 && !special(line)) {
-			/* the part outside [rs, re) */
-			if (s < rs)
-				f->outside_bytes += (e < rs ? e : rs) - s;
-			if (e > re)
-				f->outside_bytes += e - (s > re ? s : re);
-		}
+		if (sscanf(line, "%lx-%lx", &s, &e) == 2 && !special(line))
+			f->outside_bytes += outside_regions(s, e, &v);
 		line = strchr(line, '\n');
 		if (line == NULL)
 			break;
 		line++;
 	}
+	f->outside_bytes -= table_bytes(&v);
+	hz_blocks_view_end();
 	f->glibc_mmapped = mallinfo2().hblkhd;
 }
 
@@ -121,8 +144,11 @@ size_t reservation_resident(void)
 {
 	size_t bytes = 0;
 
-	for (uintptr_t a = hz_reservation.start; a < hz_reservation.end; a += 64 * MiB)
-		bytes += resident_in(a, 64 * MiB);
+	struct hz_range r;
+
+	for (size_t i = 0; hz_blocks_region(i, &r); i++)
+		for (uintptr_t a = r.start; a < r.end; a += 64 * MiB)
+			bytes += resident_in(a, 64 * MiB);
 	return bytes;
 }
 

@@ -52,16 +52,16 @@ void jemalloc_workload_run(bool strict, struct workload_result *r);
 
 /* ---- checks ---- */
 
-/* What the process holds outside hugezero's reservation and in it. */
+/* What the process holds outside hugezero's regions and in them. */
 struct footprint {
-	size_t outside_bytes;   /* mappings outside the reservation, but the
-				 * heap, stack, vdso and vvar */
+	size_t outside_bytes;   /* mappings outside the regions and their
+				 * tables, but the heap, stack, vdso and vvar */
 	size_t glibc_mmapped;   /* mallinfo2().hblkhd */
 };
 
 void footprint_take(struct footprint *f);
 
-/* Bytes resident anywhere in the reservation (mincore per 2 MiB granule). */
+/* Bytes resident anywhere in the regions (mincore per 2 MiB granule). */
 size_t reservation_resident(void);
 
 /* The metadata checks (hz_blocks_check, hz_recycle_check, every clean

@@ -64,8 +64,8 @@ static void revive_live_block(void)
 
 static void revive_unclaimed_span(void)
 {
-	void *p = hz_preload_malloc(8 * MiB); /* reserves */
-	struct hz_span span = { hz_reservation.start + ((size_t)4 << 30), 1, HZ_BACKING_THP };
+	void *p = hz_preload_malloc(8 * MiB); /* a 1 GiB region */
+	struct hz_span span = { hz_reservation.start + ((size_t)512 << 20), 1, HZ_BACKING_THP };
 
 	if (p == NULL)
 		_exit(2);

@@ -30,9 +30,9 @@
  * seconds and hundreds of MB of kernel memory: skipped unless root. */
 #define FILL_MAX 262144
 #define PAGE ((size_t)4096)
-/* The reservation the scenarios ask for: big enough, and small enough that
- * "inside it" is an easy check (the first block starts it). */
-#define RESERVE (4 * GiB)
+/* The region the first block makes (1 GiB, the blocks of these scenarios
+ * fit in it): "inside it" is an easy check (the first block starts it). */
+#define REGION GiB
 
 /* ---- inside a scenario ---- */
 
@@ -138,7 +138,7 @@ static int split_fails_glibc_serves(void)
 	fill_to_limit(&f);
 	/* First fit at 4 MiB alignment: [8, 12) MiB, inside the hole [6, 14). */
 	CHECK(posix_memalign(&p, 4 * MiB, 4 * MiB) == 0, "posix_memalign failed");
-	CHECK(!in_range(p, a, RESERVE), "served inside the reservation: %p", p);
+	CHECK(!in_range(p, a, REGION), "served inside the region: %p", p);
 	CHECK((uintptr_t)p % (4 * MiB) == 0, "misaligned: %p", p);
 	hz_test_fill(p, 4 * MiB, 4);
 	intact(p, 4 * MiB, 4, "glibc's block");
@@ -147,7 +147,7 @@ static int split_fails_glibc_serves(void)
 	      strcmp(perms, "---p") == 0, "hole in the reservation after a failure");
 	free(p);
 	unfill(&f);
-	CHECK(posix_memalign(&p, 4 * MiB, 4 * MiB) == 0 && in_range(p, a, RESERVE),
+	CHECK(posix_memalign(&p, 4 * MiB, 4 * MiB) == 0 && in_range(p, a, REGION),
 	      "hugezero does not serve again below the limit: %p", p);
 	hz_test_fill(p, 4 * MiB, 5);
 	intact(p, 4 * MiB, 5, "block after the limit");
@@ -204,7 +204,7 @@ static int over_limit_requests_fail(void)
 	CHECK(errno == 4243, "free changed errno to %d", errno);
 	unfill(&f);
 	r = res_keep(malloc(32 * MiB));
-	CHECK(in_range(r, a, RESERVE) && res_is_block(r), "no block below the limit: %p", r);
+	CHECK(in_range(r, a, REGION) && res_is_block(r), "no block below the limit: %p", r);
 	hz_test_fill(r, 32 * MiB, 6);
 	intact(r, 32 * MiB, 6, "block after the limit");
 	intact(a, 8 * MiB, 1, "block a");

@@ -1,15 +1,17 @@
 /* RLIMIT_AS, for real. No root needed: a process may lower its own limit.
  *
- * Set before start-up, it sizes the reservation (at most half of it), or
- * leaves no room for one, and then every request goes to glibc. Lowered
- * after start-up, it cannot take back what the reservation already holds:
- * the kernel charged the whole reservation at start-up, and mapping a block
- * over part of it (MAP_FIXED) adds nothing, so blocks keep being served up
- * to the reservation's size while new address space elsewhere is refused.
- * Only when the limit drops below what the process already maps does every
- * mapping fail, hugezero's included (Linux 6.18: may_expand_vm refuses even
- * a change of zero pages then); cached blocks still serve, free keeps
- * errno, and nothing leaves a hole in the reservation. */
+ * hugezero reserves no address space at start-up: regions of 1 GiB (or
+ * what one block needs) are reserved as blocks need them, together at most
+ * half of RLIMIT_AS as it is when a region is made. Set before start-up,
+ * the limit caps the regions (glibc serves beyond), and even a tight one
+ * (2 GiB) leaves room for a region placed without alignment slack, so
+ * start-up is silent and blocks are served. Lowered at run time through
+ * setrlimit (interposed), hugezero first drops its cached blocks and gives
+ * back every region without a live block when the new limit would not leave
+ * it room; live blocks keep their region. Below what the process maps,
+ * every new mapping fails, hugezero's included (Linux 6.18: may_expand_vm
+ * refuses even a change of zero pages then), as under glibc; free keeps
+ * errno, and nothing leaves a hole in a region. */
 #include "harness.h"
 
 #include <malloc.h>
@@ -82,21 +84,23 @@ static void no_hole(uintptr_t start, size_t len)
 	}
 }
 
+/* The region of a block that is not larger than 1 GiB. */
+static uintptr_t region_of(const void *p)
+{
+	return (uintptr_t)p & ~(uintptr_t)(GiB - 1);
+}
+
 /* ---- scenarios ---- */
 
-/* RLIMIT_AS of 8 GiB: a reservation of 4 GiB, glibc beyond it, and a
- * request neither can hold fails with ENOMEM. */
-static int before_shrinks(void)
+/* RLIMIT_AS of 8 GiB: the regions hold at most 4 GiB. A 3 GiB block gets
+ * a region of its own; 2 GiB more would pass the cap, so glibc serves it;
+ * a request neither can hold fails with ENOMEM. */
+static int before_caps_regions(void)
 {
 	char *p = malloc(3 * GiB), *q;
-	uintptr_t lo, hi;
-	char perms[5];
 
-	CHECK(res_is_block(p) && (uintptr_t)p % GiB == 0, "3 GiB not at the reservation's start: %p",
+	CHECK(res_is_block(p) && (uintptr_t)p % GiB == 0, "3 GiB not a block on 1 GiB: %p",
 	      (void *)p);
-	CHECK(res_mapping_at((uintptr_t)p + 3 * GiB, &lo, &hi, perms) == 0 &&
-	      strcmp(perms, "---p") == 0 && hi == (uintptr_t)p + 4 * GiB,
-	      "the reservation does not end at 4 GiB (half the limit): %#lx", (unsigned long)hi);
 	touch_sparse(p, 3 * GiB);
 	q = malloc(2 * GiB);
 	CHECK(q != NULL && !in_range(q, (uintptr_t)p, 4 * GiB),
@@ -114,15 +118,16 @@ static int before_shrinks(void)
 	return 0;
 }
 
-/* RLIMIT_AS of 2 GiB: no room for the smallest reservation (1 GiB, mapped
- * with 1 GiB more to align it). Everything is glibc's, and works. */
-static int too_low_passes_through(void)
+/* RLIMIT_AS of 2 GiB: no room for a 1 GiB region mapped with 1 GiB more
+ * to align it, but room for one placed on a 1 GiB boundary directly: every
+ * large entry point is served by hugezero, and 3 GiB fails. */
+static int tight_limit_still_served(void)
 {
 	char *p = malloc(64 * MiB), *c = calloc(1, 64 * MiB), *m;
 	void *q;
 
-	CHECK(p && !res_is_block(p), "malloc: %p", (void *)p);
-	CHECK(c && !res_is_block(c), "calloc: %p", (void *)c);
+	CHECK(p && res_is_block(p), "malloc: %p", (void *)p);
+	CHECK(c && res_is_block(c), "calloc: %p", (void *)c);
 	CHECK(hz_test_first_nonzero(c, 64 * MiB) == 64 * MiB, "calloc not zero");
 	hz_test_fill(p, 64 * MiB, 1);
 	m = realloc(p, 128 * MiB);
@@ -147,9 +152,48 @@ static int too_low_passes_through(void)
 	return 0;
 }
 
-/* Lowered after start-up to 256 MiB above what the process maps: a 1 GiB
- * block (and growing it to 2 GiB) still comes from the reservation, while
- * 512 MiB of new address space outside it is refused. */
+/* Nothing is reserved before the first block. Lowered to 768 MiB above
+ * what the process would map without its region, once its only block is
+ * freed (cached): the cache is dropped and the region given back, so
+ * 512 MiB of new address space fits; blocks come from glibc while no
+ * region fits the limit, and from hugezero again once it is raised. */
+static int lowered_gives_back_unused(void)
+{
+	uint64_t before = res_address_space(), use;
+	char *a, *m;
+
+	CHECK(before < GiB, "%llu bytes mapped before the first block",
+	      (unsigned long long)before);
+	a = malloc(64 * MiB);
+	CHECK(res_is_block(a), "first block: %p", (void *)a);
+	CHECK(res_address_space() >= before + GiB, "no 1 GiB region");
+	hz_test_fill(a, 64 * MiB, 1);
+	free(a); /* into the cache */
+	use = res_address_space();
+	lower_now(use - GiB + 768 * MiB);
+	CHECK(res_address_space() + GiB <= use,
+	      "the region was not given back: %llu bytes mapped, %llu before",
+	      (unsigned long long)res_address_space(), (unsigned long long)use);
+	m = mmap(NULL, 512 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(m != MAP_FAILED, "512 MiB mmap after the region went back: %s", strerror(errno));
+	touch_sparse(m, 512 * MiB);
+	munmap(m, 512 * MiB);
+	a = calloc(1, 64 * MiB);
+	CHECK(a && !res_is_block(a) && hz_test_first_nonzero(a, 64 * MiB) == 64 * MiB,
+	      "calloc with no room for a region: %p", (void *)a);
+	free(a);
+	raise_again();
+	a = calloc(1, 64 * MiB);
+	CHECK(res_is_block(a) && hz_test_first_nonzero(a, 64 * MiB) == 64 * MiB,
+	      "no block once the limit is raised: %p", (void *)a);
+	free(a);
+	return 0;
+}
+
+/* Lowered to 256 MiB above what the process maps while a block is live:
+ * its region stays and serves blocks that fit in it (no new address
+ * space), growing one in place too, while 512 MiB of new address space
+ * elsewhere is refused. */
 static int lowered_above_use(void)
 {
 	char *a = malloc(64 * MiB), *big, *m;
@@ -157,13 +201,14 @@ static int lowered_above_use(void)
 
 	CHECK(res_is_block(a), "first block: %p", (void *)a);
 	lower_now(use + 256 * MiB);
-	big = malloc(GiB);
-	CHECK(res_is_block(big), "1 GiB block not served from the reservation: %p", (void *)big);
-	touch_sparse(big, GiB);
-	m = realloc(big, 2 * GiB);
-	CHECK(res_is_block(m), "realloc to 2 GiB failed");
+	big = malloc(512 * MiB);
+	CHECK(res_is_block(big) && region_of(big) == region_of(a),
+	      "512 MiB block not served from the region held: %p", (void *)big);
+	touch_sparse(big, 512 * MiB);
+	m = realloc(big, 896 * MiB);
+	CHECK(res_is_block(m) && region_of(m) == region_of(a), "realloc to 896 MiB failed");
 	big = m;
-	touch_sparse(big, 2 * GiB);
+	touch_sparse(big, 896 * MiB);
 	errno = 0;
 	CHECK(mmap(NULL, 512 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		   -1, 0) == MAP_FAILED && errno == ENOMEM, "512 MiB mmap: errno %d", errno);
@@ -180,24 +225,24 @@ static int lowered_above_use(void)
 	return 0;
 }
 
-/* Lowered below what the process maps: no mapping can change, hugezero's
- * MAP_FIXED inside its reservation included. */
+/* Lowered below what the process maps: the cached block is dropped first
+ * (its memory is not kept behind the program's back), and then no mapping
+ * can change, hugezero's MAP_FIXED inside its regions included: a calloc
+ * fails with ENOMEM as under glibc, live blocks keep their contents. */
 static int lowered_below_use(void)
 {
 	char *a = malloc(64 * MiB), *b = malloc(64 * MiB), *c, *r;
 	/* Above HUGEZERO_CACHE_MAX (1 GiB): free releases it at once. */
 	char *d = malloc(GiB + 2 * MiB);
-	uintptr_t start = (uintptr_t)res_keep(a);
 
 	CHECK(res_is_block(a) && res_is_block(b) && res_is_block(d), "blocks");
 	hz_test_fill(a, 64 * MiB, 1);
 	hz_test_fill(b, 64 * MiB, 2);
 	free(a); /* into the cache */
 	lower_now(res_address_space() / 2);
+	errno = 0;
 	c = calloc(1, 64 * MiB);
-	CHECK(c != NULL && hz_test_first_nonzero(c, 64 * MiB) == 64 * MiB,
-	      "calloc of a cached block failed or is not zero");
-	hz_test_fill(c, 64 * MiB, 3);
+	CHECK(res_keep(c) == NULL && errno == ENOMEM, "calloc: %p, errno %d", (void *)c, errno);
 	errno = 0;
 	CHECK(res_keep(malloc(128 * MiB)) == NULL && errno == ENOMEM, "malloc: errno %d", errno);
 	errno = 0;
@@ -212,9 +257,9 @@ static int lowered_below_use(void)
 		   -1, 0) == MAP_FAILED && errno == ENOMEM, "mmap: errno %d", errno);
 	errno = 4242;
 	free(d); /* cannot map its range back: drops the memory instead */
-	free(c);
 	CHECK(errno == 4242, "free changed errno to %d", errno);
-	no_hole(start, 8 * GiB);
+	no_hole(region_of(b), GiB);
+	no_hole((uintptr_t)d, 2 * GiB);
 	raise_again();
 	r = malloc(128 * MiB);
 	CHECK(res_is_block(r), "no block once the limit is raised: %p", (void *)r);
@@ -223,7 +268,7 @@ static int lowered_below_use(void)
 	      "contents");
 	free(r);
 	free(b);
-	no_hole(start, 8 * GiB);
+	no_hole(region_of(b), GiB);
 	return 0;
 }
 
@@ -245,8 +290,9 @@ static int prezero_thread_cannot_start(void)
 }
 
 static const struct scenario scenarios[] = {
-	{ "before_shrinks", before_shrinks },
-	{ "too_low_passes_through", too_low_passes_through },
+	{ "before_caps_regions", before_caps_regions },
+	{ "tight_limit_still_served", tight_limit_still_served },
+	{ "lowered_gives_back_unused", lowered_gives_back_unused },
 	{ "lowered_above_use", lowered_above_use },
 	{ "lowered_below_use", lowered_below_use },
 	{ "prezero_thread_cannot_start", prezero_thread_cannot_start },
@@ -259,7 +305,7 @@ static const struct scenario scenarios[] = {
  * no fresh-THP timing, which would touch 2 MiB of each block. */
 #define BASE_ENV "HUGEZERO_BACKING=thp", "HUGEZERO_THP_CHECK=0"
 
-static void rlimit_before_startup_halves_reservation(void **state)
+static void rlimit_before_startup_caps_regions_at_half(void **state)
 {
 	static const char *const env[] = { BASE_ENV, NULL };
 	struct child c;
@@ -267,14 +313,14 @@ static void rlimit_before_startup_halves_reservation(void **state)
 	(void)state;
 	res_require_preload();
 	limit_for_child = 8 * GiB;
-	res_spawn("before_shrinks", set_limit, env, &c);
+	res_spawn("before_caps_regions", set_limit, env, &c);
 	res_expect_success(&c);
 	assert_true(res_stat(&c, "fallbacks.reservation_full") >= 1);
 	assert_int_equal(res_stat(&c, "large_requests"), 1);
 	res_child_free(&c);
 }
 
-static void rlimit_before_startup_too_low_passes_to_glibc(void **state)
+static void rlimit_2g_before_startup_silent_and_served(void **state)
 {
 	static const char *const env[] = { BASE_ENV, NULL };
 	struct child c;
@@ -282,14 +328,30 @@ static void rlimit_before_startup_too_low_passes_to_glibc(void **state)
 	(void)state;
 	res_require_preload();
 	limit_for_child = 2 * GiB;
-	res_spawn("too_low_passes_through", set_limit, env, &c);
+	res_spawn("tight_limit_still_served", set_limit, env, &c);
 	res_expect_success(&c);
-	if (strstr(c.err, "could not reserve") == NULL)
-		fail_msg("no warning about the reservation; stderr:\n%s", c.err);
+	if (strstr(c.err, "hugezero") != NULL)
+		fail_msg("hugezero said something under a 2 GiB limit; stderr:\n%s", c.err);
+	assert_true(res_stat(&c, "large_requests") >= 3);
 	res_child_free(&c);
 }
 
-static void rlimit_lowered_after_startup_reservation_still_serves(void **state)
+static void rlimit_lowered_gives_back_cache_and_unused_regions(void **state)
+{
+	static const char *const env[] = { BASE_ENV, "HUGEZERO_VERBOSE=2", NULL };
+	struct child c;
+
+	(void)state;
+	res_require_preload();
+	res_spawn("lowered_gives_back_unused", NULL, env, &c);
+	res_expect_success(&c);
+	if (strstr(c.err, "gave back 1024 MiB of address space") == NULL)
+		fail_msg("setrlimit did not give the region back; stderr:\n%s", c.err);
+	assert_true(res_stat(&c, "fallbacks.reservation_full") >= 1);
+	res_child_free(&c);
+}
+
+static void rlimit_lowered_after_startup_region_held_still_serves(void **state)
 {
 	static const char *const env[] = { BASE_ENV, NULL };
 	struct child c;
@@ -298,7 +360,7 @@ static void rlimit_lowered_after_startup_reservation_still_serves(void **state)
 	res_require_preload();
 	res_spawn("lowered_above_use", NULL, env, &c);
 	res_expect_success(&c);
-	assert_true(res_stat(&c, "blocks.thp.bytes") >= 2 * GiB);
+	assert_true(res_stat(&c, "blocks.thp.bytes") >= 512 * MiB);
 	assert_int_equal(res_stat(&c, "fallbacks.map_failed"), 0);
 	res_child_free(&c);
 }
@@ -316,9 +378,12 @@ static void rlimit_below_use_fails_enomem_keeps_blocks_and_errno(void **state)
 	/* free really met the refusal (and dropped the memory instead). */
 	if (strstr(c.err, "could not return") == NULL)
 		fail_msg("free's release did not fail; stderr:\n%s", c.err);
-	/* malloc and realloc's new block each tried a fresh mapping. */
-	assert_true(res_stat(&c, "fallbacks.map_failed") >= 2);
-	assert_true(res_stat(&c, "cache_hits") >= 1);
+	/* The cache was dropped before the limit fell. */
+	if (strstr(c.err, "RLIMIT_AS lowered to") == NULL)
+		fail_msg("setrlimit did not shrink hugezero first; stderr:\n%s", c.err);
+	/* calloc, malloc and realloc's new block each tried a fresh mapping. */
+	assert_true(res_stat(&c, "fallbacks.map_failed") >= 3);
+	assert_int_equal(res_stat(&c, "cache_hits"), 0);
 	res_child_free(&c);
 }
 
@@ -341,9 +406,10 @@ static void rlimit_no_room_for_prezero_thread_calloc_zeroes(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(rlimit_before_startup_halves_reservation),
-		cmocka_unit_test(rlimit_before_startup_too_low_passes_to_glibc),
-		cmocka_unit_test(rlimit_lowered_after_startup_reservation_still_serves),
+		cmocka_unit_test(rlimit_before_startup_caps_regions_at_half),
+		cmocka_unit_test(rlimit_2g_before_startup_silent_and_served),
+		cmocka_unit_test(rlimit_lowered_gives_back_cache_and_unused_regions),
+		cmocka_unit_test(rlimit_lowered_after_startup_region_held_still_serves),
 		cmocka_unit_test(rlimit_below_use_fails_enomem_keeps_blocks_and_errno),
 		cmocka_unit_test(rlimit_no_room_for_prezero_thread_calloc_zeroes),
 	};

@@ -1,7 +1,8 @@
-/* One bit per 4 KiB page of a region, in 64-bit words. Word-at-a-time
- * helpers: a 64 MiB extent is 256 words, not 16384 bit tests. */
-#ifndef HZ_JEMALLOC_BITMAP_H
-#define HZ_JEMALLOC_BITMAP_H
+/* Bitmaps in 64-bit words, handled a word at a time: a 64 MiB extent of
+ * 4 KiB pages is 256 words, not 16384 bit tests. The one bitmap of the
+ * tree: the granules of blocks.c and the pages of jemalloc/regions.c. */
+#ifndef HZ_BITMAP_H
+#define HZ_BITMAP_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -55,4 +56,10 @@ static inline size_t hz_bits_find(const uint64_t *map, size_t from, size_t to,
 	return to;
 }
 
-#endif /* HZ_JEMALLOC_BITMAP_H */
+/* Whether bit i is set. */
+static inline bool hz_bits_get(const uint64_t *map, size_t i)
+{
+	return (map[i / 64] >> (i % 64)) & 1;
+}
+
+#endif /* HZ_BITMAP_H */

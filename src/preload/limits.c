@@ -1,0 +1,56 @@
+/* A program lowering its own RLIMIT_AS (setrlimit, prlimit; bash's
+ * ulimit -v, Python's resource.setrlimit) must keep room for what it
+ * really uses. The kernel counts every mapping against the limit, the
+ * PROT_NONE of hugezero's regions and the memory of its cached blocks
+ * included, and refuses new mappings once the total is above it. So
+ * before the limit changes, hugezero shrinks to the rule it grows by (at
+ * most half of RLIMIT_AS) and leaves the program a quarter of the limit
+ * free: it drops its cached blocks and gives back every region without a
+ * block. Regions with live blocks stay; new regions are only made within
+ * the new limit (hz_blocks_reservation_size). */
+#include "limits.h"
+
+#include <errno.h>
+#include <stdint.h>
+
+#include "../blocks.h"
+#include "../log.h"
+#include "../prim/prim.h"
+#include "../recycle.h"
+
+/* Whether hugezero, holding held bytes while the process maps used, must
+ * shrink under a soft limit of limit bytes. */
+static bool must_shrink(uint64_t limit, uint64_t held, uint64_t used)
+{
+	return held > limit / 2 || used > limit - limit / 4;
+}
+
+static void shrink_for(uint64_t limit)
+{
+	uint64_t held = hz_blocks_held(), used;
+	size_t released;
+
+	if (held == 0)
+		return;
+	/* Unknown use: shrink, which is always safe. */
+	if (hz_prim_address_space_used(&used) != 0)
+		used = UINT64_MAX;
+	if (!must_shrink(limit, held, used))
+		return;
+	hz_recycle_drop();
+	released = hz_blocks_release_unused();
+	hz_debug("RLIMIT_AS lowered to %llu bytes: gave back %zu MiB of address space, "
+		 "%zu MiB still hold blocks", (unsigned long long)limit, released >> 20,
+		 hz_blocks_held() >> 20);
+}
+
+HZ_PRIVATE_API void hz_preload_setrlimit(int resource, const struct rlimit *rl)
+{
+	int saved = errno;
+
+	if (resource != RLIMIT_AS || rl == NULL || rl->rlim_cur == RLIM_INFINITY)
+		return;
+	if (__atomic_load_n(&hz_preload_active, __ATOMIC_ACQUIRE))
+		shrink_for((uint64_t)rl->rlim_cur);
+	errno = saved;
+}
