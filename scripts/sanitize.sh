@@ -54,12 +54,13 @@ setup build/test-asan gcc -Db_sanitize=address,undefined
 ninja -C build/test-asan >/dev/null
 echo "== build/test-asan: unit and library suites"
 run build/test-asan --suite unit --suite library
-# jemalloc_under_preload needs the preload. The jemalloc_arena_<option>
+# jemalloc_under_preload and the hostile jemalloc_linked_* case need the
+# preload. The jemalloc_arena_<option>
 # variants repeat its slowest test (18 s under ASan) once per option;
 # jemalloc_hooks_direct's variants cover the same option paths directly.
 jemalloc_tests=$(meson test -C build/test-asan --list 2>/dev/null |
 	sed -n 's|^[^ ]* / \(jemalloc_[a-z0-9_]*\)$|\1|p' |
-	grep -vE '^jemalloc_(under_preload|arena_)' || true)
+	grep -vE '^jemalloc_(under_preload|arena_|linked_)' || true)
 if [ -n "$jemalloc_tests" ]; then
 	echo "== build/test-asan: jemalloc hooks"
 	# shellcheck disable=SC2086 # a list of test names

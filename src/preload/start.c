@@ -13,6 +13,7 @@
 #include "../options.h"
 #include "../recycle.h"
 #include "../report.h"
+#include "jemalloc_next.h"
 #include "preload.h"
 
 enum { NEW, STARTING, READY };
@@ -110,6 +111,10 @@ static void start(void)
 	hz_report_keep_stderr();
 	hz_report_publish();
 	__atomic_store_n(&reporting, 1, __ATOMIC_RELEASE);
+	/* A jemalloc program: large requests go to a jemalloc arena with our
+	 * hooks, so hugezero makes no blocks (jemalloc_next.c). */
+	if (hz_jemalloc_next_start(&hz_next))
+		return;
 	ret = hz_blocks_init();
 	if (ret != 0 && hz_blocks_reservation_size() == 0) {
 		hz_warn("could not reserve address space: RLIMIT_AS leaves no room "

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Real programs under LD_PRELOAD=libhugezero-preload.so: output identical to
-# a run without it, large blocks served by hugezero (its JSON stats), and peak
+# a run without it, large blocks served by hugezero (its JSON stats; for the
+# jemalloc program, extents from hugezero's hooks on its arena), and peak
 # RSS recorded next to glibc's.
 #
 # usage: real_programs.sh PRELOAD_SO [WITH_JEMALLOC_EXE]
@@ -20,9 +21,13 @@ run() {
 	/usr/bin/time -f %M -o "$work/rss.glibc" "$@" >"$work/out.glibc"
 	HUGEZERO_STATS_FILE="$work/stats.%p.json" LD_PRELOAD="$preload" \
 		/usr/bin/time -f %M -o "$work/rss.hz" "$@" >"$work/out.hz"
-	local served
+	local served hooked
 	# One stats file per process (the shell and time(1) are preloaded too).
 	served=$(cat "$work"/stats.*.json | grep -o '"large_requests": [0-9]*' |
+		awk '{ n += $2 } END { print n + 0 }')
+	# Extents the jemalloc hooks handed out: a jemalloc program's large
+	# requests are served through its own arena with hugezero's hooks.
+	hooked=$(cat "$work"/stats.*.json | grep -o '"extents": [0-9]*' |
 		awk '{ n += $2 } END { print n + 0 }')
 	# Every stats file is valid JSON with the exec section.
 	local bad_json
@@ -42,8 +47,12 @@ for f in sys.argv[1:]:
 	elif [ "$served" -eq 0 ]; then
 		echo "FAIL $name: hugezero served no large request"
 		failures=$((failures + 1))
+	elif [ "${need_hooks:-0}" = 1 ] && [ "$hooked" -eq 0 ]; then
+		echo "FAIL $name: no extent came from hugezero's jemalloc hooks"
+		failures=$((failures + 1))
 	else
-		echo "ok   $name: $served large requests; peak RSS glibc ${rss_g} KiB, hugezero ${rss_h} KiB"
+		echo "ok   $name: $served large requests, $hooked hooked extents;" \
+			"peak RSS glibc ${rss_g} KiB, hugezero ${rss_h} KiB"
 		passed=$((passed + 1))
 	fi
 	rm -f "$work"/stats.*.json
@@ -68,7 +77,7 @@ run sort sort -S 1G "$work/lines"
 run xz bash -c "xz -9 -T1 -c '$work/random' | sha256sum"
 run zstd bash -c "zstd -q --long=31 -T1 -c '$work/repeated' | sha256sum"
 if [ -n "$with_jemalloc" ]; then
-	run with_jemalloc "$with_jemalloc"
+	need_hooks=1 run with_jemalloc "$with_jemalloc"
 else
 	echo "SKIP with_jemalloc: meson found no jemalloc (apt-get install libjemalloc-dev)"
 fi

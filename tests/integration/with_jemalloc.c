@@ -1,7 +1,8 @@
 /* A program that brings its own allocator (jemalloc, linked like Debian's
  * redis-server): under the preload its small requests must still reach
- * jemalloc through RTLD_NEXT and its large ones become hugezero blocks, with
- * every pointer freed by the allocator that made it. */
+ * jemalloc through RTLD_NEXT untouched, and its large ones come from a
+ * jemalloc arena with hugezero's extent hooks, so every pointer stays
+ * jemalloc's. */
 #include <jemalloc/jemalloc.h>
 #include <stdio.h>
 #include <stdlib.h>

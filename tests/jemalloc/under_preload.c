@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <malloc.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "util.h"
@@ -42,10 +44,93 @@ static void hooked_pointers_survive_the_preloads_free_and_realloc(void **state)
 	assert_int_equal(arena_ctl(ind, "destroy"), 0);
 }
 
+/* Whether p lies in an arena that carries hugezero's hooks ("arenas.lookup"
+ * gives its arena, "arena.<i>.extent_hooks" that arena's hooks). */
+static bool hooked(void *p)
+{
+	unsigned ind;
+	size_t len = sizeof(ind);
+	extent_hooks_t *hooks = NULL;
+	char name[64];
+
+	if (mallctl("arenas.lookup", &ind, &len, &p, sizeof(p)) != 0)
+		return false;
+	snprintf(name, sizeof(name), "arena.%u.extent_hooks", ind);
+	len = sizeof(hooks);
+	return mallctl(name, &hooks, &len, NULL, 0) == 0 && hooks == hz_jemalloc_hooks();
+}
+
+/* Every large entry point of the preload, in a jemalloc program: the
+ * pointer is jemalloc's (sallocx, xallocx, rallocx, sdallocx, dallocx and
+ * free work on it), from an arena with hugezero's hooks. */
+static void *large_entry_points_are_jemallocs_and_hooked(void *arg)
+{
+	size_t n;
+	char *p = malloc(5 * MiB), *q, *a = NULL;
+
+	(void)arg;
+	assert_non_null(p);
+	memset(p, 0x11, 5 * MiB);
+	assert_true(sallocx(p, 0) >= 5 * MiB);
+	assert_true(hooked(p));
+	n = xallocx(p, 7 * MiB, 0, 0);
+	assert_int_equal(n, sallocx(p, 0));
+	q = calloc(3, 2 * MiB);
+	assert_non_null(q);
+	assert_true(hooked(q));
+	assert_true(all_bytes(q, 6 * MiB, 0));
+	assert_int_equal(malloc_usable_size(q), sallocx(q, 0));
+	q = realloc(q, 11 * MiB);
+	assert_non_null(q);
+	assert_true(hooked(q));
+	assert_true(all_bytes(q, 6 * MiB, 0));
+	q = rallocx(q, 4 * MiB, 0);
+	assert_non_null(q);
+	assert_int_equal(posix_memalign((void **)&a, 2 * MiB, 3 * MiB), 0);
+	assert_int_equal((uintptr_t)a % (2 * MiB), 0);
+	assert_true(hooked(a));
+	assert_true(sallocx(a, 0) >= 3 * MiB);
+	assert_true(all_bytes(p, 5 * MiB, 0x11));
+	sdallocx(a, 3 * MiB, 0);
+	dallocx(q, 0);
+	free(p);
+	/* Small requests stay on jemalloc's own arenas. */
+	p = malloc(100);
+	assert_non_null(p);
+	assert_false(hooked(p));
+	free(p);
+	return NULL;
+}
+
+static void large_requests_come_from_the_hooks_on_every_thread_and_after_fork(void **state)
+{
+	pthread_t t[4];
+
+	large_entry_points_are_jemallocs_and_hooked(NULL);
+	pid_t pid;
+	int status;
+
+	(void)state;
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&t[i], NULL,
+						large_entry_points_are_jemallocs_and_hooked, NULL), 0);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		large_entry_points_are_jemallocs_and_hooked(NULL);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(hooked_pointers_survive_the_preloads_free_and_realloc),
+		cmocka_unit_test(large_requests_come_from_the_hooks_on_every_thread_and_after_fork),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,263 @@
+/* A program linked with jemalloc: large requests through jemalloc itself.
+ *
+ * jemalloc's extended API (sallocx, xallocx, rallocx, dallocx, sdallocx,
+ * and its own free, realloc, operator delete and malloc_usable_size) looks
+ * every pointer up in jemalloc's extent map. A block of ours is not in it:
+ * folly's fbvector and fbstring call sallocx and xallocx on what malloc
+ * returned, and crashed. So when the next allocator is jemalloc, hugezero
+ * makes no blocks of its own. Large requests become mallocx/rallocx calls
+ * on one arena of jemalloc's that carries hugezero's extent hooks
+ * (src/jemalloc/): huge-page backing and zeroing come from the hooks, and
+ * every pointer is jemalloc's, so every jemalloc API works on every pointer.
+ *
+ * Why one arena of our own rather than the hooks on jemalloc's automatic
+ * arenas, and why no interposed *allocx family:
+ *  - The automatic arenas (4 per CPU) are created lazily, and jemalloc's
+ *    "huge" arena for requests of 8 MiB and more (opt.oversize_threshold)
+ *    only when first used: "arena.<i>.extent_hooks" cannot reach an arena
+ *    that does not exist yet (EFAULT past narenas), and initialising them
+ *    all at start-up costs each its metadata. Hooks on them would also
+ *    serve every small slab, where hugezero must not change anything.
+ *  - An explicit arena (MALLOCX_ARENA) is honoured for every size, so the
+ *    threshold keeps its meaning: small requests reach jemalloc untouched.
+ *  - Interposing sallocx and friends would have to answer for our blocks
+ *    in jemalloc's internal callers too (its operator delete, its realloc
+ *    moving a block across arenas), which no interposition reaches.
+ * If the arena cannot be made (no mallctl, or jemalloc's 4095 arenas are
+ * used up), large requests go to jemalloc as they came: still every
+ * pointer is jemalloc's.
+ *
+ * The arena is created at the first large request, not at start-up:
+ * start-up can run inside jemalloc's own initialisation (its
+ * pthread_atfork calls malloc while jemalloc is half set up), where
+ * "arenas.create" is not safe. Requests that arrive while another thread
+ * creates it go to jemalloc as they came, so nothing waits. */
+#include "jemalloc_next.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../config.h"
+#include "../log.h"
+#include "../range.h"
+#include "../stats.h"
+
+#ifdef HZ_HAVE_JEMALLOC
+#include "../../include/hugezero/jemalloc.h"
+#endif
+
+/* jemalloc's flag encoding (jemalloc/jemalloc.h, unchanged since 4.0), so
+ * that a build without jemalloc's headers still recognises it. */
+#define JE_ZERO 0x40
+#define JE_LG_ALIGN(lg) ((int)(lg))
+#define JE_TCACHE_NONE (1 << 8)
+#define JE_ARENA(a) ((int)(((unsigned)(a) + 1) << 20))
+#ifdef HZ_HAVE_JEMALLOC
+_Static_assert(JE_ZERO == MALLOCX_ZERO && JE_TCACHE_NONE == MALLOCX_TCACHE_NONE &&
+		       JE_ARENA(7) == MALLOCX_ARENA(7) && JE_LG_ALIGN(21) == MALLOCX_LG_ALIGN(21),
+	       "jemalloc's mallocx flags");
+#endif
+
+/* 4 KiB: valloc/pvalloc's page, as in malloc.c. */
+#define PAGE_LG 12
+#define PAGE ((size_t)1 << PAGE_LG)
+
+typedef void *(*mallocx_fn)(size_t, int);
+typedef void *(*rallocx_fn)(void *, size_t, int);
+
+static struct hz_next je; /* jemalloc's own entry points */
+static mallocx_fn je_mallocx;
+static rallocx_fn je_rallocx;
+
+enum { ARENA_NEW, ARENA_CREATING, ARENA_READY, ARENA_NONE };
+static int arena_state = ARENA_NEW;
+static int arena_flags; /* set before arena_state becomes ARENA_READY */
+
+static void create_arena(void)
+{
+	int state = ARENA_NONE;
+	int saved = errno;
+#ifdef HZ_HAVE_JEMALLOC
+	unsigned ind;
+	/* TCACHE_NONE: the thread cache would hand a block freed to our arena
+	 * to a request for another (only sizes below opt.tcache_max, 32 KiB by
+	 * default, but a program may raise it). */
+	int ret = hz_jemalloc_create_arena(&ind);
+
+	if (ret == 0) {
+		arena_flags = JE_ARENA(ind) | JE_TCACHE_NONE;
+		state = ARENA_READY;
+	} else {
+		hz_warn("could not create a jemalloc arena with hugezero's hooks (error %d); "
+			"jemalloc serves every request",
+			ret);
+	}
+#endif
+	errno = saved;
+	__atomic_store_n(&arena_state, state, __ATOMIC_RELEASE);
+}
+
+/* The mallocx flags for a large request, or -1 while there is no arena of
+ * ours: the request then goes to jemalloc as it came. */
+static int large_flags(void)
+{
+	int state = __atomic_load_n(&arena_state, __ATOMIC_ACQUIRE);
+	int expected = ARENA_NEW;
+
+	if (state == ARENA_READY)
+		return arena_flags;
+	if (state == ARENA_NEW &&
+	    __atomic_compare_exchange_n(&arena_state, &expected, ARENA_CREATING, false,
+					__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+		create_arena();
+		if (__atomic_load_n(&arena_state, __ATOMIC_ACQUIRE) == ARENA_READY)
+			return arena_flags;
+	}
+	return -1;
+}
+
+static inline bool is_large(size_t size)
+{
+	return size >= __atomic_load_n(&hz_config_threshold, __ATOMIC_RELAXED);
+}
+
+/* mallocx on our arena, or NULL: the caller then asks jemalloc as the
+ * program did, which also sets errno as jemalloc does. */
+static void *arena_alloc(size_t size, int extra)
+{
+	int flags = large_flags();
+	void *p;
+
+	if (flags < 0)
+		return NULL;
+	p = je_mallocx(size, flags | extra);
+	if (p)
+		hz_stats_add(mallocs, 1);
+	return p;
+}
+
+static void *next_malloc(size_t size)
+{
+	void *p;
+
+	if (is_large(size) && (p = arena_alloc(size, 0)))
+		return p;
+	return je.malloc(size);
+}
+
+static void *next_calloc(size_t n, size_t size)
+{
+	size_t total;
+	void *p;
+
+	if (!__builtin_mul_overflow(n, size, &total) && is_large(total) &&
+	    (p = arena_alloc(total, JE_ZERO))) {
+		hz_stats_add(callocs, 1);
+		hz_stats_add(calloc_bytes, total);
+		return p;
+	}
+	return je.calloc(n, size);
+}
+
+/* Growing or moving into the large range: rallocx resizes in place where
+ * it can and moves to our arena otherwise. Shrinking below the threshold
+ * is jemalloc's realloc, as without hugezero. */
+static void *next_realloc(void *p, size_t size)
+{
+	int flags;
+	void *q;
+
+	if (p != NULL && is_large(size) && (flags = large_flags()) >= 0 &&
+	    (q = je_rallocx(p, size, flags))) {
+		hz_stats_add(mallocs, 1);
+		return q;
+	}
+	return je.realloc(p, size);
+}
+
+/* Aligned large requests, for a power-of-two alignment (others go to
+ * jemalloc, which decides what they mean). */
+static void *aligned_large(size_t align, size_t size)
+{
+	if (!is_large(size) || !hz_is_pow2(align))
+		return NULL;
+	return arena_alloc(size, JE_LG_ALIGN(__builtin_ctzll(align)));
+}
+
+static int next_posix_memalign(void **out, size_t align, size_t size)
+{
+	void *p = align % sizeof(void *) == 0 ? aligned_large(align, size) : NULL;
+
+	if (p) {
+		*out = p;
+		return 0;
+	}
+	return je.posix_memalign(out, align, size);
+}
+
+static void *next_aligned_alloc(size_t align, size_t size)
+{
+	void *p = aligned_large(align, size);
+
+	return p ? p : je.aligned_alloc(align, size);
+}
+
+static void *next_memalign(size_t align, size_t size)
+{
+	void *p = aligned_large(align, size);
+
+	return p ? p : je.memalign(align, size);
+}
+
+static void *next_valloc(size_t size)
+{
+	void *p = aligned_large(PAGE, size);
+
+	return p ? p : je.valloc(size);
+}
+
+/* jemalloc has no pvalloc: small ones go where they went before (the C
+ * library's, as without hugezero); large ones are whole pages of ours. */
+static void *next_pvalloc(size_t size)
+{
+	void *p = size <= SIZE_MAX - PAGE ? aligned_large(PAGE, hz_align_up(size, PAGE)) : NULL;
+
+	return p ? p : je.pvalloc(size);
+}
+
+/* Whether the object that defines fn also defines mallocx and rallocx. */
+static int is_jemalloc(const void *fn, void **mallocx, void **rallocx)
+{
+	Dl_info a, b, c;
+
+	*mallocx = dlsym(RTLD_DEFAULT, "mallocx");
+	*rallocx = dlsym(RTLD_DEFAULT, "rallocx");
+	/* A program's dlerror() must not see our lookup's failure. */
+	if (!*mallocx || !*rallocx)
+		(void)dlerror();
+	return *mallocx && *rallocx && dladdr(fn, &a) && dladdr(*mallocx, &b) &&
+	       dladdr(*rallocx, &c) && a.dli_fbase == b.dli_fbase && a.dli_fbase == c.dli_fbase;
+}
+
+int hz_jemalloc_next_start(struct hz_next *next)
+{
+	void *mallocx, *rallocx;
+
+	if (!is_jemalloc((const void *)(uintptr_t)next->malloc, &mallocx, &rallocx))
+		return 0;
+	je = *next;
+	je_mallocx = (mallocx_fn)(uintptr_t)mallocx;
+	je_rallocx = (rallocx_fn)(uintptr_t)rallocx;
+	/* free and malloc_usable_size stay jemalloc's own: every pointer is. */
+	next->malloc = next_malloc;
+	next->calloc = next_calloc;
+	next->realloc = next_realloc;
+	next->posix_memalign = next_posix_memalign;
+	next->aligned_alloc = next_aligned_alloc;
+	next->memalign = next_memalign;
+	next->valloc = next_valloc;
+	next->pvalloc = next_pvalloc;
+	return 1;
+}
