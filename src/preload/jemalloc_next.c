@@ -138,16 +138,16 @@ static void *arena_alloc(size_t size, int extra)
 	return p;
 }
 
-static void *next_malloc(size_t size)
+static void *routed_malloc(size_t size)
 {
 	void *p;
 
 	if (is_large(size) && (p = arena_alloc(size, 0)))
 		return p;
-	return je.malloc(size);
+	return je.next_malloc(size);
 }
 
-static void *next_calloc(size_t n, size_t size)
+static void *routed_calloc(size_t n, size_t size)
 {
 	size_t total;
 	void *p;
@@ -158,13 +158,13 @@ static void *next_calloc(size_t n, size_t size)
 		hz_stats_add(calloc_bytes, total);
 		return p;
 	}
-	return je.calloc(n, size);
+	return je.next_calloc(n, size);
 }
 
 /* Growing or moving into the large range: rallocx resizes in place where
  * it can and moves to our arena otherwise. Shrinking below the threshold
  * is jemalloc's realloc, as without hugezero. */
-static void *next_realloc(void *p, size_t size)
+static void *routed_realloc(void *p, size_t size)
 {
 	int flags;
 	void *q;
@@ -174,7 +174,7 @@ static void *next_realloc(void *p, size_t size)
 		hz_stats_add(mallocs, 1);
 		return q;
 	}
-	return je.realloc(p, size);
+	return je.next_realloc(p, size);
 }
 
 /* Aligned large requests, for a power-of-two alignment (others go to
@@ -186,7 +186,7 @@ static void *aligned_large(size_t align, size_t size)
 	return arena_alloc(size, JE_LG_ALIGN(__builtin_ctzll(align)));
 }
 
-static int next_posix_memalign(void **out, size_t align, size_t size)
+static int routed_posix_memalign(void **out, size_t align, size_t size)
 {
 	void *p = align % sizeof(void *) == 0 ? aligned_large(align, size) : NULL;
 
@@ -194,37 +194,37 @@ static int next_posix_memalign(void **out, size_t align, size_t size)
 		*out = p;
 		return 0;
 	}
-	return je.posix_memalign(out, align, size);
+	return je.next_posix_memalign(out, align, size);
 }
 
-static void *next_aligned_alloc(size_t align, size_t size)
+static void *routed_aligned_alloc(size_t align, size_t size)
 {
 	void *p = aligned_large(align, size);
 
-	return p ? p : je.aligned_alloc(align, size);
+	return p ? p : je.next_aligned_alloc(align, size);
 }
 
-static void *next_memalign(size_t align, size_t size)
+static void *routed_memalign(size_t align, size_t size)
 {
 	void *p = aligned_large(align, size);
 
-	return p ? p : je.memalign(align, size);
+	return p ? p : je.next_memalign(align, size);
 }
 
-static void *next_valloc(size_t size)
+static void *routed_valloc(size_t size)
 {
 	void *p = aligned_large(PAGE, size);
 
-	return p ? p : je.valloc(size);
+	return p ? p : je.next_valloc(size);
 }
 
 /* jemalloc has no pvalloc: small ones go where they went before (the C
  * library's, as without hugezero); large ones are whole pages of ours. */
-static void *next_pvalloc(size_t size)
+static void *routed_pvalloc(size_t size)
 {
 	void *p = size <= SIZE_MAX - PAGE ? aligned_large(PAGE, hz_align_up(size, PAGE)) : NULL;
 
-	return p ? p : je.pvalloc(size);
+	return p ? p : je.next_pvalloc(size);
 }
 
 /* Whether the object that defines fn also defines mallocx and rallocx. */
@@ -245,19 +245,19 @@ int hz_jemalloc_next_start(struct hz_next *next)
 {
 	void *mallocx, *rallocx;
 
-	if (!is_jemalloc((const void *)(uintptr_t)next->malloc, &mallocx, &rallocx))
+	if (!is_jemalloc((const void *)(uintptr_t)next->next_malloc, &mallocx, &rallocx))
 		return 0;
 	je = *next;
 	je_mallocx = (mallocx_fn)(uintptr_t)mallocx;
 	je_rallocx = (rallocx_fn)(uintptr_t)rallocx;
 	/* free and malloc_usable_size stay jemalloc's own: every pointer is. */
-	next->malloc = next_malloc;
-	next->calloc = next_calloc;
-	next->realloc = next_realloc;
-	next->posix_memalign = next_posix_memalign;
-	next->aligned_alloc = next_aligned_alloc;
-	next->memalign = next_memalign;
-	next->valloc = next_valloc;
-	next->pvalloc = next_pvalloc;
+	next->next_malloc = routed_malloc;
+	next->next_calloc = routed_calloc;
+	next->next_realloc = routed_realloc;
+	next->next_posix_memalign = routed_posix_memalign;
+	next->next_aligned_alloc = routed_aligned_alloc;
+	next->next_memalign = routed_memalign;
+	next->next_valloc = routed_valloc;
+	next->next_pvalloc = routed_pvalloc;
 	return 1;
 }

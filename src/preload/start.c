@@ -115,17 +115,12 @@ static void start(void)
 	 * hooks, so hugezero makes no blocks (jemalloc_next.c). */
 	if (hz_jemalloc_next_start(&hz_next))
 		return;
+	/* Nothing is reserved here: regions of address space are reserved as
+	 * blocks need them (blocks.c), so start-up cannot run out of it. */
 	ret = hz_blocks_init();
-	if (ret != 0 && hz_blocks_reservation_size() == 0) {
-		hz_warn("could not reserve address space: RLIMIT_AS leaves no room "
-			"(hugezero takes at most half of it, in whole GiB); passing every "
-			"request to the system allocator");
-		return;
-	}
 	if (ret != 0) {
-		hz_warn("could not reserve %zu bytes of address space (error %d); "
-			"passing every request to the system allocator",
-			hz_blocks_reservation_size(), -ret);
+		hz_warn("could not set up the block tables (error %d); passing every "
+			"request to the system allocator", -ret);
 		return;
 	}
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
