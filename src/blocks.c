@@ -129,8 +129,8 @@ size_t hz_blocks_reservation_size(void)
 
 static int map_tables(size_t count)
 {
-	size_t meta_bytes = hz_align_up(count * sizeof(struct block_meta), 4096);
-	size_t map_bytes = hz_align_up((count + 63) / 64 * sizeof(uint64_t), 4096);
+	size_t meta_bytes = hz_align_up(count * sizeof(struct block_meta), HZ_SZ_4K);
+	size_t map_bytes = hz_align_up((count + 63) / 64 * sizeof(uint64_t), HZ_SZ_4K);
 	void *mem;
 	int ret;
 

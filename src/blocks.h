@@ -14,10 +14,11 @@
 #include <stdint.h>
 
 #include "backing.h"
+#include "sizes.h"
 
-#define HZ_GRANULE ((size_t)2 << 20)
+#define HZ_GRANULE HZ_SZ_2M
 /* Largest alignment served: 1 GiB, the largest huge page. */
-#define HZ_ALIGN_MAX ((size_t)1 << 30)
+#define HZ_ALIGN_MAX HZ_SZ_1G
 
 struct hz_reservation {
 	uintptr_t start;

@@ -46,6 +46,7 @@
 #include "log.h"
 #include "prim/memory.h"
 #include "prim/prim.h"
+#include "sizes.h"
 #include "stats.h"
 
 /* How often the idle thread wakes to apply the decay. */
@@ -56,7 +57,7 @@
  * waited for it (bench/RESULTS.md, "pre-zero thread under load"). */
 #define STARVED_NS_PER_BYTE 1
 /* A starved thread stops for this long (ns), and calloc zeroes meanwhile. */
-#define STARVED_PAUSE_NS 1000000000ull
+#define STARVED_PAUSE_NS HZ_NS_PER_SEC
 /* A program thread waiting for the thread spins this many times, then
  * sleeps (giving its CPU to the thread, if they share one) this long (ns). */
 #define WAIT_SPINS 1024

@@ -96,7 +96,7 @@ static void pick_needs_the_size_in_whole_pages_and_the_alignment(void **state)
 	assert_int_equal(-1, hz_cache_pick(&cache, 2 * G + 1, 0, false, true));
 	assert_int_equal(find(BASE + 8 * G), hz_cache_pick(&cache, 2 * G, 4 * G, false, true));
 	/* 1 GiB pages: a request rounds up to whole 1 GiB pages */
-	assert_int_equal(hz_cache_granules_for(G + 1, HZ_BACKING_HUGETLB1G), HZ_SIZE_1G / G);
+	assert_int_equal(hz_cache_granules_for(G + 1, HZ_BACKING_HUGETLB1G), HZ_SZ_1G / G);
 	assert_int_equal(hz_cache_granules_for(G + 1, HZ_BACKING_THP), 2);
 }
 

@@ -7,7 +7,7 @@
 
 #include "clear/plan.h"
 
-#define PAGE HZ_CLEAR_PAGE
+#define PAGE HZ_SZ_4K
 #define BASE ((uintptr_t)1 << 30)
 
 /* The three parts must tile r exactly: left | hot | right, in address

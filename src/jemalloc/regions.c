@@ -10,7 +10,6 @@
 #include "prim/memory.h"
 #include "prim/prim.h"
 
-#define PAGE HZ_REGION_PAGE
 /* 1024 regions: new regions are at least an eighth of what is mapped
  * (extents.c), so even 1024 regions of the 64 MiB minimum would be 64 GiB,
  * the default HUGEZERO_RESERVE. */
@@ -31,7 +30,7 @@ struct hz_regions_totals hz_regions_totals;
 static int map_memory(size_t *len, size_t align, uintptr_t *start, enum hz_backing *got)
 {
 	enum hz_backing want = hz_backing_first(*len);
-	size_t unit = hz_backing_page(want) > HZ_SIZE_2M ? hz_backing_page(want) : HZ_SIZE_2M;
+	size_t unit = hz_backing_page(want) > HZ_SZ_2M ? hz_backing_page(want) : HZ_SZ_2M;
 	void *mem;
 	int ret;
 
@@ -66,17 +65,17 @@ int hz_regions_map(unsigned arena, size_t size, size_t align, size_t min_len,
 
 	if (map_memory(&len, align, &start, &r->backing) != 0)
 		return -ENOMEM;
-	words = (len / PAGE + 63) / 64;
+	words = (len / HZ_SZ_4K + 63) / 64;
 	/* Out of band, never in memory a program can scribble on, and never
 	 * through malloc: the hooks run inside jemalloc. */
-	r->map_bytes = hz_align_up(2 * words * sizeof(uint64_t), PAGE);
+	r->map_bytes = hz_align_up(2 * words * sizeof(uint64_t), HZ_SZ_4K);
 	if (hz_prim_mmap(NULL, r->map_bytes, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &maps) != 0) {
 		hz_prim_munmap((void *)start, len);
 		return -ENOMEM;
 	}
 	r->start = start;
-	r->pages = len / PAGE;
+	r->pages = len / HZ_SZ_4K;
 	r->free_map = maps;
 	r->dirty_map = r->free_map + words;
 	r->free_pages = r->pages;
@@ -93,7 +92,7 @@ int hz_regions_map(unsigned arena, size_t size, size_t align, size_t min_len,
 void hz_regions_unmap(const struct hz_region *r)
 {
 	/* The whole mapping: hugetlb lengths are whole pages by construction. */
-	hz_prim_munmap((void *)r->start, r->pages * PAGE);
+	hz_prim_munmap((void *)r->start, r->pages * HZ_SZ_4K);
 	hz_prim_munmap(r->free_map, r->map_bytes);
 }
 
@@ -129,7 +128,7 @@ int hz_regions_insert(const struct hz_region *n)
 		(hz_region_count - i) * sizeof(hz_regions[0]));
 	hz_regions[i] = *n;
 	hz_region_count++;
-	hz_regions_totals.mapped_bytes += n->pages * PAGE;
+	hz_regions_totals.mapped_bytes += n->pages * HZ_SZ_4K;
 	return 0;
 }
 
@@ -141,8 +140,8 @@ struct hz_region hz_regions_take_out(struct hz_region *r)
 	memmove(&hz_regions[i], &hz_regions[i + 1],
 		(hz_region_count - i - 1) * sizeof(hz_regions[0]));
 	hz_region_count--;
-	hz_regions_totals.mapped_bytes -= out.pages * PAGE;
-	hz_regions_totals.dirty_bytes -= out.dirty_pages * PAGE;
+	hz_regions_totals.mapped_bytes -= out.pages * HZ_SZ_4K;
+	hz_regions_totals.dirty_bytes -= out.dirty_pages * HZ_SZ_4K;
 	return out;
 }
 
@@ -159,10 +158,10 @@ static bool fit_in(const struct hz_region *r, size_t n, size_t align, size_t *fi
 		i = hz_bits_find(r->free_map, i, r->pages, true);
 		if (i == r->pages)
 			return false;
-		at = hz_align_up(r->start + i * PAGE, align);
-		if (at >= hz_region_end(r) || n > (hz_region_end(r) - at) / PAGE)
+		at = hz_align_up(r->start + i * HZ_SZ_4K, align);
+		if (at >= hz_region_end(r) || n > (hz_region_end(r) - at) / HZ_SZ_4K)
 			return false;
-		i = (at - r->start) / PAGE;
+		i = (at - r->start) / HZ_SZ_4K;
 		used = hz_bits_find(r->free_map, i, i + n, false);
 		if (used == i + n) {
 			*first = i;
@@ -210,14 +209,14 @@ void hz_regions_claim(struct hz_region *r, size_t first, size_t n,
 	while ((i = hz_bits_find(r->dirty_map, i, end, true)) < end) {
 		size_t j = hz_bits_find(r->dirty_map, i, end, false);
 
-		add_run(d, (struct hz_range){ r->start + i * PAGE, r->start + j * PAGE });
+		add_run(d, (struct hz_range){ r->start + i * HZ_SZ_4K, r->start + j * HZ_SZ_4K });
 		i = j;
 	}
 	hz_bits_set(r->free_map, first, n, false);
 	hz_bits_set(r->dirty_map, first, n, false);
 	r->free_pages -= n;
 	r->dirty_pages -= dirty;
-	hz_regions_totals.dirty_bytes -= dirty * PAGE;
+	hz_regions_totals.dirty_bytes -= dirty * HZ_SZ_4K;
 }
 
 void hz_regions_unclaim(struct hz_region *r, size_t first, size_t n, bool dirty,
@@ -228,7 +227,7 @@ void hz_regions_unclaim(struct hz_region *r, size_t first, size_t n, bool dirty,
 		hz_bits_set(r->dirty_map, first, n, true);
 		r->dirty_pages += n;
 		r->dirty_since = now;
-		hz_regions_totals.dirty_bytes += n * PAGE;
+		hz_regions_totals.dirty_bytes += n * HZ_SZ_4K;
 	}
 	r->free_pages += n;
 	if (hz_region_empty(r))
@@ -247,9 +246,9 @@ void hz_regions_claim_dirty(struct hz_region *r, struct hz_region_runs *out)
 		hz_bits_set(r->dirty_map, i, j - i, false);
 		r->free_pages -= j - i;
 		r->dirty_pages -= j - i;
-		hz_regions_totals.dirty_bytes -= (j - i) * PAGE;
-		out->run[out->count++] = (struct hz_range){ r->start + i * PAGE,
-							    r->start + j * PAGE };
+		hz_regions_totals.dirty_bytes -= (j - i) * HZ_SZ_4K;
+		out->run[out->count++] = (struct hz_range){ r->start + i * HZ_SZ_4K,
+							    r->start + j * HZ_SZ_4K };
 		i = j;
 	}
 }

@@ -20,8 +20,7 @@
 
 #include "backing.h"
 #include "range.h"
-
-#define HZ_REGION_PAGE ((size_t)4096)
+#include "sizes.h"
 
 struct hz_region {
 	uintptr_t start;
@@ -49,7 +48,7 @@ extern struct hz_regions_totals hz_regions_totals;
 
 static inline uintptr_t hz_region_end(const struct hz_region *r)
 {
-	return r->start + r->pages * HZ_REGION_PAGE;
+	return r->start + r->pages * HZ_SZ_4K;
 }
 
 static inline bool hz_region_empty(const struct hz_region *r)
