@@ -13,8 +13,7 @@
 
 #include "blocks.h"
 #include "libc_next.h"
-
-#define MiB ((size_t)1 << 20)
+#include "../util.h"
 
 /* Run hand_out in a child; it must die of SIGABRT after printing a line
  * that contains expect. */
