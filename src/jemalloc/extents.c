@@ -137,7 +137,7 @@ static void do_chores(struct chores *c)
 		struct hz_range run = c->purge.run[i];
 		struct hz_region *r = hz_regions_find(run.start);
 
-		hz_regions_unclaim(r, (run.start - r->start) / HZ_SZ_4K, hz_range_len(run) / HZ_SZ_4K,
+		hz_regions_unclaim(r, hz_region_page_of(r, run.start), hz_range_len(run) / HZ_SZ_4K,
 				   false, hz_prim_now_ns());
 	}
 	unlock();
@@ -152,9 +152,9 @@ static struct hz_region *claim_at(unsigned arena, uintptr_t want, size_t n, size
 	struct hz_region *r = hz_regions_find(want);
 
 	if (!r || r->arena != arena || want % align != 0 ||
-	    n > (hz_region_end(r) - want) / HZ_SZ_4K)
+	    n > (r->range.end - want) / HZ_SZ_4K)
 		return NULL;
-	*first = (want - r->start) / HZ_SZ_4K;
+	*first = hz_region_page_of(r, want);
 	return hz_regions_all_free(r, *first, n) ? r : NULL;
 }
 
@@ -221,7 +221,7 @@ int hz_extents_alloc(unsigned arena, uintptr_t want, size_t size, size_t align,
 	}
 	hz_regions_claim(r, first, size / HZ_SZ_4K, &dirty);
 	backing = r->backing;
-	*out = r->start + first * HZ_SZ_4K;
+	*out = r->range.start + first * HZ_SZ_4K;
 	decay(&c, hz_prim_now_ns());
 	unlock();
 	do_chores(&c);
@@ -243,10 +243,10 @@ static struct hz_region *held_range(uintptr_t addr, size_t size, size_t *first)
 	if (!r)
 		return NULL;
 	if (size == 0 || size % HZ_SZ_4K != 0 || addr % HZ_SZ_4K != 0 ||
-	    size > hz_region_end(r) - addr)
+	    size > r->range.end - addr)
 		hz_fatal("jemalloc hook: [%p, +%zu) is not an extent hugezero handed out",
 			 (void *)addr, size);
-	*first = (addr - r->start) / HZ_SZ_4K;
+	*first = hz_region_page_of(r, addr);
 	if (hz_regions_any_free(r, *first, size / HZ_SZ_4K))
 		hz_fatal("jemalloc hook: [%p, +%zu) freed twice", (void *)addr, size);
 	return r;
@@ -320,7 +320,7 @@ int hz_extents_find(uintptr_t addr, size_t size, enum hz_backing *backing)
 	hz_lock(&lock);
 	r = hz_regions_find(addr);
 	if (r) {
-		ret = size <= hz_region_end(r) - addr ? 0 : -EINVAL;
+		ret = size <= r->range.end - addr ? 0 : -EINVAL;
 		*backing = r->backing;
 	} else if (size > 0 && hz_regions_find(addr + size - 1)) {
 		ret = -EINVAL;
@@ -339,7 +339,7 @@ int hz_extents_mergeable(uintptr_t a, size_t a_size, uintptr_t b, size_t b_size)
 	rb = hz_regions_find(b);
 	if (!ra && !rb)
 		ret = -ENOENT;
-	else if (ra == rb && a + a_size == b && b_size <= hz_region_end(rb) - b)
+	else if (ra == rb && a + a_size == b && b_size <= rb->range.end - b)
 		ret = 0;
 	else
 		ret = -EXDEV;
@@ -353,13 +353,13 @@ void hz_extents_stats(unsigned arena, struct hz_jemalloc_stats *out)
 	hz_lock(&lock);
 	for (unsigned i = 0; i < hz_region_count; i++) {
 		const struct hz_region *r = &hz_regions[i];
-		size_t bytes = r->pages * HZ_SZ_4K;
+		size_t bytes = hz_range_len(r->range);
 
 		if (arena != HZ_JEMALLOC_ALL_ARENAS && r->arena != arena)
 			continue;
 		out->regions++;
 		out->mapped_bytes += bytes;
-		out->active_bytes += (r->pages - r->free_pages) * HZ_SZ_4K;
+		out->active_bytes += (hz_region_pages(r) - r->free_pages) * HZ_SZ_4K;
 		out->dirty_bytes += r->dirty_pages * HZ_SZ_4K;
 		if (r->backing == HZ_BACKING_THP)
 			out->thp_bytes += bytes;

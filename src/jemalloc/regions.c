@@ -74,16 +74,15 @@ int hz_regions_map(unsigned arena, size_t size, size_t align, size_t min_len,
 		hz_prim_munmap((void *)start, len);
 		return -ENOMEM;
 	}
-	r->start = start;
-	r->pages = len / HZ_SZ_4K;
+	r->range = hz_range_make(start, len);
 	r->free_map = maps;
 	r->dirty_map = r->free_map + words;
-	r->free_pages = r->pages;
+	r->free_pages = hz_region_pages(r);
 	r->dirty_pages = 0;
 	r->idle_since = 0;
 	r->dirty_since = 0;
 	r->arena = arena;
-	hz_bits_set(r->free_map, 0, r->pages, true); /* fresh: free and zero */
+	hz_bits_set(r->free_map, 0, hz_region_pages(r), true); /* fresh: free and zero */
 	hz_debug("jemalloc arena %u: new %zu MiB region at %p (%s)", arena, len >> 20,
 		 (void *)start, r->backing == HZ_BACKING_SMALL ? "4 KiB pages" : "huge pages");
 	return 0;
@@ -92,7 +91,7 @@ int hz_regions_map(unsigned arena, size_t size, size_t align, size_t min_len,
 void hz_regions_unmap(const struct hz_region *r)
 {
 	/* The whole mapping: hugetlb lengths are whole pages by construction. */
-	hz_prim_munmap((void *)r->start, r->pages * HZ_SZ_4K);
+	hz_prim_munmap((void *)r->range.start, hz_range_len(r->range));
 	hz_prim_munmap(r->free_map, r->map_bytes);
 }
 
@@ -106,9 +105,9 @@ struct hz_region *hz_regions_find(uintptr_t a)
 		unsigned mid = lo + (hi - lo) / 2;
 		struct hz_region *r = &hz_regions[mid];
 
-		if (a < r->start)
+		if (a < r->range.start)
 			hi = mid;
-		else if (a >= hz_region_end(r))
+		else if (a >= r->range.end)
 			lo = mid + 1;
 		else
 			return r;
@@ -122,13 +121,13 @@ int hz_regions_insert(const struct hz_region *n)
 
 	if (hz_region_count == MAX_REGIONS)
 		return -ENOMEM;
-	while (i < hz_region_count && hz_regions[i].start < n->start)
+	while (i < hz_region_count && hz_regions[i].range.start < n->range.start)
 		i++;
 	memmove(&hz_regions[i + 1], &hz_regions[i],
 		(hz_region_count - i) * sizeof(hz_regions[0]));
 	hz_regions[i] = *n;
 	hz_region_count++;
-	hz_regions_totals.mapped_bytes += n->pages * HZ_SZ_4K;
+	hz_regions_totals.mapped_bytes += hz_range_len(n->range);
 	return 0;
 }
 
@@ -140,7 +139,7 @@ struct hz_region hz_regions_take_out(struct hz_region *r)
 	memmove(&hz_regions[i], &hz_regions[i + 1],
 		(hz_region_count - i - 1) * sizeof(hz_regions[0]));
 	hz_region_count--;
-	hz_regions_totals.mapped_bytes -= out.pages * HZ_SZ_4K;
+	hz_regions_totals.mapped_bytes -= hz_range_len(out.range);
 	hz_regions_totals.dirty_bytes -= out.dirty_pages * HZ_SZ_4K;
 	return out;
 }
@@ -149,19 +148,19 @@ struct hz_region hz_regions_take_out(struct hz_region *r)
 
 static bool fit_in(const struct hz_region *r, size_t n, size_t align, size_t *first)
 {
-	size_t i = 0;
+	size_t i = 0, pages = hz_region_pages(r);
 
 	for (;;) {
 		uintptr_t at;
 		size_t used;
 
-		i = hz_bits_find(r->free_map, i, r->pages, true);
-		if (i == r->pages)
+		i = hz_bits_find(r->free_map, i, pages, true);
+		if (i == pages)
 			return false;
-		at = hz_align_up(r->start + i * HZ_SZ_4K, align);
-		if (at >= hz_region_end(r) || n > (hz_region_end(r) - at) / HZ_SZ_4K)
+		at = hz_align_up(r->range.start + i * HZ_SZ_4K, align);
+		if (at >= r->range.end || n > (r->range.end - at) / HZ_SZ_4K)
 			return false;
-		i = (at - r->start) / HZ_SZ_4K;
+		i = hz_region_page_of(r, at);
 		used = hz_bits_find(r->free_map, i, i + n, false);
 		if (used == i + n) {
 			*first = i;
@@ -209,7 +208,7 @@ void hz_regions_claim(struct hz_region *r, size_t first, size_t n,
 	while ((i = hz_bits_find(r->dirty_map, i, end, true)) < end) {
 		size_t j = hz_bits_find(r->dirty_map, i, end, false);
 
-		add_run(d, (struct hz_range){ r->start + i * HZ_SZ_4K, r->start + j * HZ_SZ_4K });
+		add_run(d, hz_region_run(r, i, j));
 		i = j;
 	}
 	hz_bits_set(r->free_map, first, n, false);
@@ -236,19 +235,18 @@ void hz_regions_unclaim(struct hz_region *r, size_t first, size_t n, bool dirty,
 
 void hz_regions_claim_dirty(struct hz_region *r, struct hz_region_runs *out)
 {
-	size_t i = 0;
+	size_t i = 0, pages = hz_region_pages(r);
 
 	while (out->count < HZ_REGION_RUNS &&
-	       (i = hz_bits_find(r->dirty_map, i, r->pages, true)) < r->pages) {
-		size_t j = hz_bits_find(r->dirty_map, i, r->pages, false);
+	       (i = hz_bits_find(r->dirty_map, i, pages, true)) < pages) {
+		size_t j = hz_bits_find(r->dirty_map, i, pages, false);
 
 		hz_bits_set(r->free_map, i, j - i, false);
 		hz_bits_set(r->dirty_map, i, j - i, false);
 		r->free_pages -= j - i;
 		r->dirty_pages -= j - i;
 		hz_regions_totals.dirty_bytes -= (j - i) * HZ_SZ_4K;
-		out->run[out->count++] = (struct hz_range){ r->start + i * HZ_SZ_4K,
-							    r->start + j * HZ_SZ_4K };
+		out->run[out->count++] = hz_region_run(r, i, j);
 		i = j;
 	}
 }
