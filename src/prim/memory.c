@@ -22,6 +22,7 @@
 #define HOLE_STEP HZ_SZ_2M
 /* 4096 pages (16 MiB) per mincore call: a 4 KiB vector on the stack. */
 #define VEC_PAGES 4096
+#define VEC_BYTES (VEC_PAGES * HZ_SZ_4K)
 
 static uint64_t holes_taken;
 
@@ -155,8 +156,8 @@ bool hz_prim_all_mapped(uintptr_t start, size_t len)
 {
 	unsigned char vec[VEC_PAGES];
 
-	for (uintptr_t at = start; at < start + len; at += VEC_PAGES * HZ_SZ_4K) {
-		size_t n = start + len - at < VEC_PAGES * HZ_SZ_4K ? start + len - at : VEC_PAGES * HZ_SZ_4K;
+	for (uintptr_t at = start; at < start + len; at += VEC_BYTES) {
+		size_t n = start + len - at < VEC_BYTES ? start + len - at : VEC_BYTES;
 
 		/* madvise fails with ENOMEM on a hole too: asked second, so
 		 * one failure that is not a hole (fault injection) does not
@@ -221,8 +222,8 @@ int hz_prim_residency(uintptr_t start, size_t len, hz_prim_run_fn *fn, void *ctx
 	bool resident = false;
 	int err = 0;
 
-	for (uintptr_t at = start; at < start + len; at += VEC_PAGES * HZ_SZ_4K) {
-		size_t n = start + len - at < VEC_PAGES * HZ_SZ_4K ? start + len - at : VEC_PAGES * HZ_SZ_4K;
+	for (uintptr_t at = start; at < start + len; at += VEC_BYTES) {
+		size_t n = start + len - at < VEC_BYTES ? start + len - at : VEC_BYTES;
 		int ret = hz_prim_mincore((void *)at, n, vec);
 
 		if (ret == -ENOMEM) {
