@@ -292,8 +292,7 @@ void hz_blocks_retire(void *p, struct hz_span *span)
 {
 	struct block_meta *m = live_block(p, "free");
 
-	span->start = (uintptr_t)p;
-	span->granules = m->granules;
+	span->range = hz_range_make((uintptr_t)p, (size_t)m->granules * HZ_GRANULE);
 	span->backing = (enum hz_backing)m->backing;
 	if (!__atomic_exchange_n(&m->live, 0, __ATOMIC_ACQ_REL))
 		hz_fatal("free(%p): hugezero block freed twice at once", p);
@@ -313,20 +312,21 @@ static bool claimed_granule(size_t i)
  * change the same bitmap words), and its block not be live already. */
 static void check_hand_out(const struct hz_span *span)
 {
-	uintptr_t start = span->start, end = start + hz_span_bytes(span);
+	uintptr_t start = span->range.start, end = span->range.end;
+	size_t granules = hz_span_granules(span);
 	bool claimed;
 
-	if (span->granules == 0 || span->granules > UINT32_MAX || start < hz_reservation.start ||
+	if (granules == 0 || granules > UINT32_MAX || start < hz_reservation.start ||
 	    end > hz_reservation.end || end <= start ||
 	    (start - hz_reservation.start) % HZ_GRANULE != 0 || span->backing >= HZ_BACKING_COUNT)
 		hz_fatal("malloc: span %p + %zu granules handed out is not inside hugezero's "
-			 "reservation (recycler bug)", (void *)start, span->granules);
+			 "reservation (recycler bug)", (void *)start, granules);
 	hz_lock(&lock);
 	claimed = claimed_granule(index_of(start)) && claimed_granule(index_of(end) - 1);
 	hz_unlock(&lock);
 	if (!claimed)
 		hz_fatal("malloc: span %p + %zu granules handed out is not claimed (recycler bug)",
-			 (void *)start, span->granules);
+			 (void *)start, granules);
 	if (__atomic_load_n(&meta[index_of(start)].live, __ATOMIC_ACQUIRE))
 		hz_fatal("malloc: block %p handed out while live (recycler bug: handed out twice)",
 			 (void *)start);
@@ -337,18 +337,18 @@ void hz_blocks_revive(const struct hz_span *span)
 	struct block_meta *m;
 
 	check_hand_out(span);
-	m = &meta[index_of(span->start)];
-	m->granules = (uint32_t)span->granules;
+	m = &meta[index_of(span->range.start)];
+	m->granules = (uint32_t)hz_span_granules(span);
 	m->backing = (uint8_t)span->backing;
 	if (__atomic_exchange_n(&m->live, 1, __ATOMIC_ACQ_REL))
 		hz_fatal("malloc: block %p handed out twice at once (recycler bug)",
-			 (void *)span->start);
+			 (void *)span->range.start);
 	hz_stats_live((int64_t)hz_span_bytes(span));
 }
 
 void hz_blocks_release_span(const struct hz_span *span)
 {
-	release(span->start, hz_span_bytes(span));
+	release(span->range.start, hz_span_bytes(span));
 }
 
 /* ---- foreign blocks ---- */
@@ -390,7 +390,7 @@ static bool foreign_granules(size_t first, size_t n)
 
 bool hz_blocks_reusable(const struct hz_span *span)
 {
-	return !foreign_granules(index_of(span->start), span->granules);
+	return !foreign_granules(index_of(span->range.start), hz_span_granules(span));
 }
 
 void hz_blocks_free(void *p)

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "backing.h"
+#include "range.h"
 #include "sizes.h"
 
 #define HZ_GRANULE HZ_SZ_2M
@@ -51,16 +52,21 @@ static inline bool hz_blocks_owns(const void *p)
 int hz_blocks_alloc(size_t size, size_t align, void **out);
 
 /* A run of claimed granules that is not (or no longer) a live block: a
- * freed block kept mapped by the recycler, or part of one. */
+ * freed block kept mapped by the recycler, or part of one. Its range holds
+ * whole granules; backing is what it was mapped with. */
 struct hz_span {
-	uintptr_t start;
-	size_t granules;
+	struct hz_range range;
 	enum hz_backing backing;
 };
 
 static inline size_t hz_span_bytes(const struct hz_span *s)
 {
-	return s->granules * HZ_GRANULE;
+	return hz_range_len(s->range);
+}
+
+static inline size_t hz_span_granules(const struct hz_span *s)
+{
+	return hz_span_bytes(s) / HZ_GRANULE;
 }
 
 /* Turn a live block into a span that stays mapped and claimed (free without

@@ -124,28 +124,28 @@ static size_t live_block_in(size_t first, size_t end)
 
 int hz_blocks_check_span(const struct hz_span *span)
 {
-	uintptr_t end = span->start + hz_span_bytes(span);
+	uintptr_t start = span->range.start, end = span->range.end;
 	size_t block;
 	int ret = 0;
 
-	if (span->granules == 0 || span->start < hz_reservation.start ||
-	    end > hz_reservation.end || end < span->start ||
-	    (span->start - hz_reservation.start) % HZ_GRANULE != 0) {
+	if (hz_span_granules(span) == 0 || start < hz_reservation.start ||
+	    end > hz_reservation.end || end < start ||
+	    (start - hz_reservation.start) % HZ_GRANULE != 0) {
 		hz_warn("check: span %p + %zu granules is not in the reservation",
-			(void *)span->start, span->granules);
+			(void *)start, hz_span_granules(span));
 		return -EUCLEAN;
 	}
 	hz_blocks_view_begin(&v);
-	for (size_t g = index_of(span->start); g < index_of(end) && ret == 0; g++) {
+	for (size_t g = index_of(start); g < index_of(end) && ret == 0; g++) {
 		if (!claimed(g)) {
-			hz_warn("check: span %p: granule %zu unclaimed", (void *)span->start,
-				g - index_of(span->start));
+			hz_warn("check: span %p: granule %zu unclaimed", (void *)start,
+				g - index_of(start));
 			ret = -EUCLEAN;
 		}
 	}
-	block = live_block_in(index_of(span->start), index_of(end));
+	block = live_block_in(index_of(start), index_of(end));
 	if (ret == 0 && block != v.granule_count) {
-		hz_warn("check: span %p overlaps the live block at %p", (void *)span->start,
+		hz_warn("check: span %p overlaps the live block at %p", (void *)start,
 			(void *)addr_of(block));
 		ret = -EUCLEAN;
 	}

@@ -160,12 +160,12 @@ int hz_prezero_zero_for_calloc(const struct hz_span *s, size_t dirty, enum hz_ze
 {
 	const struct hz_cache_policy *p = hz_cache_policy();
 	enum hz_zero_how how = hz_span_zero_how(s);
-	struct hz_range block = hz_range_make(s->start, dirty), head, body, tail;
+	struct hz_range block = hz_range_make(s->range.start, dirty), head, body, tail;
 	size_t mine, helped = 0;
 
 	if (m != HZ_ZERO_CLEAR || p->split_min == 0 || dirty < p->split_min ||
 	    dirty < 2 * SHARE_CHUNK || !hz_prezero_can_help()) {
-		*written = hz_zero_with(s->start, dirty, s->start, m, how);
+		*written = zero_part(block, block.start, m, how);
 		return 0;
 	}
 	/* The first chunk, the whole chunks after it, and the rest. */
@@ -173,7 +173,7 @@ int hz_prezero_zero_for_calloc(const struct hz_span *s, size_t dirty, enum hz_ze
 	hz_range_split_at(body, body.start + hz_range_chunks(body, SHARE_CHUNK) * SHARE_CHUNK,
 			  &body, &tail);
 	if (!open_share(s, body, m, how)) {
-		*written = hz_zero_with(s->start, dirty, s->start, m, how);
+		*written = zero_part(block, block.start, m, how);
 		return 0;
 	}
 	hz_prezero_wake();
@@ -223,13 +223,13 @@ bool hz_prezero_share_fork_child(struct hz_span *left)
 void hz_prezero_adapt_backing(struct hz_span *s, enum hz_zero_method m)
 {
 	if (m == HZ_ZERO_DROP && s->backing == HZ_BACKING_THP &&
-	    hz_prim_madvise((void *)s->start, hz_span_bytes(s), MADV_NOHUGEPAGE) == 0) {
+	    hz_prim_madvise((void *)s->range.start, hz_span_bytes(s), MADV_NOHUGEPAGE) == 0) {
 		s->backing = HZ_BACKING_SMALL;
 		hz_stats_add(thp_demoted, 1);
 	} else if (m == HZ_ZERO_CLEAR && s->backing == HZ_BACKING_SMALL &&
 		   hz_backing_first(hz_span_bytes(s)) <= HZ_BACKING_THP &&
 		   hz_backing_thp_usable() &&
-		   hz_prim_madvise((void *)s->start, hz_span_bytes(s), MADV_HUGEPAGE) == 0) {
+		   hz_prim_madvise((void *)s->range.start, hz_span_bytes(s), MADV_HUGEPAGE) == 0) {
 		s->backing = HZ_BACKING_THP;
 		hz_stats_add(thp_promoted, 1);
 	}

@@ -47,6 +47,25 @@ static inline struct hz_range hz_range_clamp(struct hz_range r,
 	return (struct hz_range){ start, end };
 }
 
+/* Whether a and b share a byte. */
+static inline bool hz_range_overlaps(struct hz_range a, struct hz_range b)
+{
+	return a.start < b.end && b.start < a.end;
+}
+
+/* Whether a and b meet, one's end the other's start. */
+static inline bool hz_range_adjacent(struct hz_range a, struct hz_range b)
+{
+	return a.end == b.start || b.end == a.start;
+}
+
+/* The smallest range holding a and b: for adjacent ones, the two as one. */
+static inline struct hz_range hz_range_join(struct hz_range a, struct hz_range b)
+{
+	return (struct hz_range){ a.start < b.start ? a.start : b.start,
+				  a.end > b.end ? a.end : b.end };
+}
+
 /* r cut at at (clamped into r): lo = [r.start, at), hi = [at, r.end). */
 static inline void hz_range_split_at(struct hz_range r, uintptr_t at, struct hz_range *lo,
 				     struct hz_range *hi)

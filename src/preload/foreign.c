@@ -160,7 +160,7 @@ HZ_PRIVATE_API void hz_foreign_ioctl_end(unsigned long request, const void *arg,
 static bool all_foreign(uintptr_t a, uintptr_t end)
 {
 	for (uintptr_t g = hz_align_down(a, HZ_GRANULE); g < end; g += HZ_GRANULE) {
-		struct hz_span one = { g, 1, HZ_BACKING_THP };
+		struct hz_span one = { hz_range_make(g, HZ_GRANULE), HZ_BACKING_THP };
 
 		if (hz_blocks_reusable(&one))
 			return false;
