@@ -50,6 +50,7 @@
 #include "../prim/memory.h"
 #include "../range.h"
 #include "../recycle.h"
+#include "../sizes.h"
 #include "preload.h"
 
 #ifndef MADV_COLD
@@ -68,8 +69,6 @@
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25
 #endif
-
-#define PAGE ((size_t)4096)
 
 static bool active(void)
 {
@@ -172,9 +171,9 @@ int hz_foreign_unmap(void *addr, size_t len)
 {
 	uintptr_t a = (uintptr_t)addr, end;
 
-	if (!active() || len == 0 || a % PAGE != 0 || len > SIZE_MAX - PAGE)
+	if (!active() || len == 0 || a % HZ_SZ_4K != 0 || len > SIZE_MAX - HZ_SZ_4K)
 		return -EINVAL;
-	len = hz_align_up(len, PAGE);
+	len = hz_align_up(len, HZ_SZ_4K);
 	end = a + len;
 	if (end < a || a < hz_reservation.start || end > hz_reservation.end || !all_foreign(a, end))
 		return -EINVAL;
