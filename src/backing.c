@@ -14,13 +14,12 @@
 #include "prim/os.h"
 #include "prim/prim.h"
 #include "range.h"
+#include "sizes.h"
 #include "stats.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
 #endif
-
-#define SMALL_PAGE ((size_t)4096)
 
 static const struct {
 	enum hz_os_pool pool;
@@ -33,10 +32,10 @@ static const struct {
 size_t hz_backing_page(enum hz_backing b)
 {
 	switch (b) {
-	case HZ_BACKING_HUGETLB1G: return HZ_SIZE_1G;
+	case HZ_BACKING_HUGETLB1G: return HZ_SZ_1G;
 	case HZ_BACKING_HUGETLB2M:
-	case HZ_BACKING_THP: return HZ_SIZE_2M;
-	default: return SMALL_PAGE;
+	case HZ_BACKING_THP: return HZ_SZ_2M;
+	default: return HZ_SZ_4K;
 	}
 }
 
@@ -88,7 +87,7 @@ enum hz_backing hz_backing_first(size_t len)
 	default:
 		/* auto: 1 GiB pages only for blocks that fill one and only when
 		 * the pool can hold them; otherwise let the 2 MiB pool decide. */
-		if (len >= HZ_SIZE_1G && pool_fits(HZ_BACKING_HUGETLB1G, len))
+		if (len >= HZ_SZ_1G && pool_fits(HZ_BACKING_HUGETLB1G, len))
 			return HZ_BACKING_HUGETLB1G;
 		return HZ_BACKING_HUGETLB2M;
 	}
@@ -137,10 +136,10 @@ static double populate_rate(uintptr_t start)
 {
 	uint64_t t0 = hz_prim_now_ns(), ns;
 
-	if (hz_prim_madvise((void *)start, HZ_SIZE_2M, MADV_POPULATE_WRITE) != 0)
+	if (hz_prim_madvise((void *)start, HZ_SZ_2M, MADV_POPULATE_WRITE) != 0)
 		return -1;
 	ns = hz_prim_now_ns() - t0;
-	return (double)HZ_SIZE_2M / (double)(ns ? ns : 1);
+	return (double)HZ_SZ_2M / (double)(ns ? ns : 1);
 }
 
 /* 4 KiB fault rate, measured once on a scratch mapping (about 0.5 ms). */
@@ -153,12 +152,12 @@ static double small_page_rate(void)
 	__atomic_load(&rate, &r, __ATOMIC_RELAXED);
 	if (r != 0)
 		return r;
-	if (hz_prim_map_aligned(HZ_SIZE_2M, HZ_SIZE_2M, 0, PROT_READ | PROT_WRITE,
+	if (hz_prim_map_aligned(HZ_SZ_2M, HZ_SZ_2M, 0, PROT_READ | PROT_WRITE,
 				MAP_PRIVATE | MAP_ANONYMOUS, HZ_TRIM_OR_FAIL, &mem) != 0)
 		return -1;
-	hz_prim_madvise(mem, HZ_SIZE_2M, MADV_NOHUGEPAGE);
+	hz_prim_madvise(mem, HZ_SZ_2M, MADV_NOHUGEPAGE);
 	r = populate_rate((uintptr_t)mem);
-	hz_prim_munmap(mem, HZ_SIZE_2M);
+	hz_prim_munmap(mem, HZ_SZ_2M);
 	__atomic_store(&rate, &r, __ATOMIC_RELAXED);
 	return r;
 }
@@ -176,7 +175,7 @@ static enum hz_backing check_fresh_thp(uintptr_t start, size_t len)
 		return HZ_BACKING_THP;
 	/* Refused (the mapping cannot be split at vm.max_map_count): it
 	 * stays THP, and says so. */
-	if (hz_prim_madvise((void *)(start + HZ_SIZE_2M), len - HZ_SIZE_2M,
+	if (hz_prim_madvise((void *)(start + HZ_SZ_2M), len - HZ_SZ_2M,
 			    MADV_NOHUGEPAGE) != 0)
 		return HZ_BACKING_THP;
 	hz_stats_fallback(HZ_FB_THP_SLOW);

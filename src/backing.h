@@ -14,9 +14,6 @@ enum hz_backing {
 	HZ_BACKING_COUNT
 };
 
-#define HZ_SIZE_2M ((size_t)2 << 20)
-#define HZ_SIZE_1G ((size_t)1 << 30)
-
 /* Page size of a backing. */
 size_t hz_backing_page(enum hz_backing b);
 

@@ -341,8 +341,7 @@ void hz_blocks_retire(void *p, struct hz_span *span)
 {
 	struct block_meta *m = live_block(p, "free", NULL);
 
-	span->start = (uintptr_t)p;
-	span->granules = m->granules;
+	span->range = hz_range_make((uintptr_t)p, (size_t)m->granules * HZ_GRANULE);
 	span->backing = (enum hz_backing)m->backing;
 	if (!__atomic_exchange_n(&m->live, 0, __ATOMIC_ACQ_REL))
 		hz_fatal("free(%p): hugezero block freed twice at once", p);
@@ -357,22 +356,23 @@ void hz_blocks_retire(void *p, struct hz_span *span)
  * the same bitmap words), and its block not be live already. */
 static struct hz_block_region *check_hand_out(const struct hz_span *span)
 {
-	uintptr_t start = span->start, end = start + hz_span_bytes(span);
+	uintptr_t start = span->range.start, end = span->range.end;
+	size_t granules = hz_span_granules(span);
 	struct hz_block_region *r = region_of(start);
 	bool claimed;
 
-	if (hz_range_empty(r->range) || span->granules == 0 || span->granules > UINT32_MAX ||
+	if (hz_range_empty(r->range) || granules == 0 || granules > UINT32_MAX ||
 	    end > r->range.end || end <= start || (start - r->range.start) % HZ_GRANULE != 0 ||
 	    span->backing >= HZ_BACKING_COUNT)
 		hz_fatal("malloc: span %p + %zu granules handed out is not inside hugezero's "
-			 "reservation (recycler bug)", (void *)start, span->granules);
+			 "reservation (recycler bug)", (void *)start, granules);
 	hz_lock(&lock);
 	claimed = hz_bits_get(r->used, index_of(r, start)) &&
 		  hz_bits_get(r->used, index_of(r, end) - 1);
 	hz_unlock(&lock);
 	if (!claimed)
 		hz_fatal("malloc: span %p + %zu granules handed out is not claimed (recycler bug)",
-			 (void *)start, span->granules);
+			 (void *)start, granules);
 	if (__atomic_load_n(&r->meta[index_of(r, start)].live, __ATOMIC_ACQUIRE))
 		hz_fatal("malloc: block %p handed out while live (recycler bug: handed out twice)",
 			 (void *)start);
@@ -382,19 +382,19 @@ static struct hz_block_region *check_hand_out(const struct hz_span *span)
 void hz_blocks_revive(const struct hz_span *span)
 {
 	struct hz_block_region *r = check_hand_out(span);
-	struct block_meta *m = &r->meta[index_of(r, span->start)];
+	struct block_meta *m = &r->meta[index_of(r, span->range.start)];
 
-	m->granules = (uint32_t)span->granules;
+	m->granules = (uint32_t)hz_span_granules(span);
 	m->backing = (uint8_t)span->backing;
 	if (__atomic_exchange_n(&m->live, 1, __ATOMIC_ACQ_REL))
 		hz_fatal("malloc: block %p handed out twice at once (recycler bug)",
-			 (void *)span->start);
+			 (void *)span->range.start);
 	hz_stats_live((int64_t)hz_span_bytes(span));
 }
 
 void hz_blocks_release_span(const struct hz_span *span)
 {
-	release(span->start, hz_span_bytes(span));
+	release(span->range.start, hz_span_bytes(span));
 }
 
 void hz_blocks_free(void *p)

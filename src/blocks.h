@@ -17,10 +17,11 @@
 
 #include "backing.h"
 #include "range.h"
+#include "sizes.h"
 
-#define HZ_GRANULE ((size_t)2 << 20)
+#define HZ_GRANULE HZ_SZ_2M
 /* Largest alignment served: 1 GiB, the largest huge page. */
-#define HZ_ALIGN_MAX ((size_t)1 << 30)
+#define HZ_ALIGN_MAX HZ_SZ_1G
 /* No block is larger than HUGEZERO_RESERVE's largest value (64 TiB): a
  * request above it fails before any rounding could wrap. */
 #define HZ_BLOCK_MAX ((size_t)1 << 46)
@@ -89,14 +90,18 @@ int hz_blocks_alloc(size_t size, size_t align, void **out);
 /* A run of claimed granules that is not (or no longer) a live block: a
  * freed block kept mapped by the recycler, or part of one. */
 struct hz_span {
-	uintptr_t start;
-	size_t granules;
+	struct hz_range range;
 	enum hz_backing backing;
 };
 
 static inline size_t hz_span_bytes(const struct hz_span *s)
 {
-	return s->granules * HZ_GRANULE;
+	return hz_range_len(s->range);
+}
+
+static inline size_t hz_span_granules(const struct hz_span *s)
+{
+	return hz_span_bytes(s) / HZ_GRANULE;
 }
 
 /* Turn a live block into a span that stays mapped and claimed (free without

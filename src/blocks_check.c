@@ -157,31 +157,31 @@ static size_t live_block_in(const struct hz_block_region *r, size_t first, size_
 
 int hz_blocks_check_span(const struct hz_span *span)
 {
-	uintptr_t end = span->start + hz_span_bytes(span);
+	uintptr_t end = span->range.end;
 	const struct hz_block_region *r;
 	size_t block, first, last;
 	int ret = 0;
 
 	hz_blocks_view_begin(&v);
-	r = span->granules == 0 ? NULL : region_holding(span->start, end);
+	r = hz_span_granules(span) == 0 ? NULL : region_holding(span->range.start, end);
 	if (r == NULL) {
 		hz_blocks_view_end();
 		hz_warn("check: span %p + %zu granules is not in a region",
-			(void *)span->start, span->granules);
+			(void *)span->range.start, hz_span_granules(span));
 		return -EUCLEAN;
 	}
-	first = (span->start - r->range.start) / HZ_GRANULE;
-	last = first + span->granules;
+	first = (span->range.start - r->range.start) / HZ_GRANULE;
+	last = first + hz_span_granules(span);
 	for (size_t g = first; g < last && ret == 0; g++) {
 		if (!hz_bits_get(r->used, g)) {
-			hz_warn("check: span %p: granule %zu unclaimed", (void *)span->start,
+			hz_warn("check: span %p: granule %zu unclaimed", (void *)span->range.start,
 				g - first);
 			ret = -EUCLEAN;
 		}
 	}
 	block = live_block_in(r, first, last);
 	if (ret == 0 && block != r->granules) {
-		hz_warn("check: span %p overlaps the live block at %p", (void *)span->start,
+		hz_warn("check: span %p overlaps the live block at %p", (void *)span->range.start,
 			(void *)addr_of(r, block));
 		ret = -EUCLEAN;
 	}

@@ -53,5 +53,5 @@ bool hz_blocks_foreign_range(uintptr_t start, size_t len)
 
 bool hz_blocks_reusable(const struct hz_span *span)
 {
-	return !hz_blocks_foreign_range(span->start, hz_span_bytes(span));
+	return !hz_blocks_foreign_range(span->range.start, hz_span_bytes(span));
 }

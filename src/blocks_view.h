@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "range.h"
+#include "sizes.h"
 
 struct block_meta {
 	uint32_t granules; /* size of the block; meaningful on its first granule */
@@ -31,13 +32,13 @@ struct hz_block_region {
  * granules: its metadata, then its bitmap, each in whole pages. */
 static inline size_t hz_block_region_meta_bytes(size_t granules)
 {
-	return (granules * sizeof(struct block_meta) + 4095) & ~(size_t)4095;
+	return (granules * sizeof(struct block_meta) + HZ_SZ_4K - 1) & ~(HZ_SZ_4K - 1);
 }
 
 static inline size_t hz_block_region_table_bytes(size_t granules)
 {
 	return hz_block_region_meta_bytes(granules) +
-	       (((granules + 63) / 64 * sizeof(uint64_t) + 4095) & ~(size_t)4095);
+	       (((granules + 63) / 64 * sizeof(uint64_t) + HZ_SZ_4K - 1) & ~(HZ_SZ_4K - 1));
 }
 
 /* Slots in the region table. Regions after the fourth grow with what is

@@ -99,14 +99,11 @@ void hz_cache_add(struct hz_cache *c, struct hz_cache_entry e, struct hz_cache_b
 		if (n->span.backing != e.span.backing || n->clean != e.clean ||
 		    hz_span_bytes(&n->span) + bytes > c->budget->max)
 			continue;
-		if ((n->span.start + hz_span_bytes(&n->span) == e.span.start ||
-		     e.span.start + bytes == n->span.start) &&
-		    hz_blocks_same_region(n->span.start, e.span.start)) {
+		if (hz_range_adjacent(n->span.range, e.span.range) &&
+		    hz_blocks_same_region(n->span.range.start, e.span.range.start)) {
 			struct hz_cache_entry merged = hz_cache_remove(c, i);
 
-			merged.span.start = merged.span.start < e.span.start ? merged.span.start
-									     : e.span.start;
-			merged.span.granules += e.span.granules;
+			merged.span.range = hz_range_join(merged.span.range, e.span.range);
 			if (e.idle_since > merged.idle_since)
 				merged.idle_since = e.idle_since;
 			hz_cache_add(c, merged, b); /* it may now touch another one */
@@ -133,8 +130,8 @@ size_t hz_cache_granules_for(size_t size, enum hz_backing backing)
 
 bool hz_cache_fits(const struct hz_span *s, size_t size, size_t align)
 {
-	return hz_cache_granules_for(size, s->backing) <= s->granules &&
-	       (align == 0 || s->start % align == 0);
+	return hz_cache_granules_for(size, s->backing) <= hz_span_granules(s) &&
+	       (align == 0 || s->range.start % align == 0);
 }
 
 bool hz_cache_wasteful(size_t have, size_t need)
@@ -159,7 +156,7 @@ int hz_cache_pick(const struct hz_cache *c, size_t size, size_t align, bool want
 		const struct hz_cache_entry *b = &c->entries[best];
 		bool e_pref = e->clean == want_clean, b_pref = b->clean == want_clean;
 
-		if (e_pref != b_pref ? e_pref : e->span.granules < b->span.granules)
+		if (e_pref != b_pref ? e_pref : hz_span_bytes(&e->span) < hz_span_bytes(&b->span))
 			best = (int)i;
 	}
 	return best;
@@ -171,12 +168,11 @@ struct hz_cache_entry hz_cache_take(struct hz_cache *c, unsigned i, size_t size,
 	struct hz_cache_entry e = hz_cache_remove(c, i);
 	size_t need = hz_cache_granules_for(size, e.span.backing);
 
-	if (hz_cache_wasteful(e.span.granules, need)) {
+	if (hz_cache_wasteful(hz_span_granules(&e.span), need)) {
 		struct hz_cache_entry rest = e;
 
-		rest.span.start += need * HZ_GRANULE;
-		rest.span.granules -= need;
-		e.span.granules = need;
+		hz_range_split_at(e.span.range, e.span.range.start + need * HZ_GRANULE,
+				  &e.span.range, &rest.span.range);
 		hz_cache_add(c, rest, b);
 	}
 	return e;

@@ -55,7 +55,7 @@ static void note_held(const struct hz_span *span, void *ctx)
 
 static bool overlap(const struct hz_span *s, const struct hz_span *t)
 {
-	return s->start < t->start + hz_span_bytes(t) && t->start < s->start + hz_span_bytes(s);
+	return hz_range_overlaps(s->range, t->range);
 }
 
 static int check_entry(const struct hz_cache *t, unsigned i, const struct held *h,
@@ -67,15 +67,15 @@ static int check_entry(const struct hz_cache *t, unsigned i, const struct held *
 		return -EUCLEAN;
 	for (unsigned j = 0; j < i; j++) {
 		if (overlap(s, &t->entries[j].span)) {
-			hz_warn("check: cached spans %p and %p overlap", (void *)s->start,
-				(void *)t->entries[j].span.start);
+			hz_warn("check: cached spans %p and %p overlap", (void *)s->range.start,
+				(void *)t->entries[j].span.range.start);
 			return -EUCLEAN;
 		}
 	}
 	for (unsigned j = 0; j < h->count; j++) {
 		if (overlap(s, &h->spans[j])) {
 			hz_warn("check: cached span %p overlaps one the pre-zero thread holds",
-				(void *)s->start);
+				(void *)s->range.start);
 			return -EUCLEAN;
 		}
 	}
@@ -112,7 +112,7 @@ static int check_held(const struct held *h, struct hz_recycle_census *c)
 		for (unsigned j = 0; j < i; j++) {
 			if (overlap(&h->spans[i], &h->spans[j])) {
 				hz_warn("check: two spans the pre-zero thread holds overlap at %p",
-					(void *)h->spans[i].start);
+					(void *)h->spans[i].range.start);
 				return -EUCLEAN;
 			}
 		}

@@ -46,6 +46,7 @@
 #include "log.h"
 #include "prim/memory.h"
 #include "prim/prim.h"
+#include "sizes.h"
 #include "stats.h"
 
 /* How often the idle thread wakes to apply the decay. */
@@ -56,7 +57,7 @@
  * waited for it (bench/RESULTS.md, "pre-zero thread under load"). */
 #define STARVED_NS_PER_BYTE 1
 /* A starved thread stops for this long (ns), and calloc zeroes meanwhile. */
-#define STARVED_PAUSE_NS 1000000000ull
+#define STARVED_PAUSE_NS HZ_NS_PER_SEC
 /* A program thread waiting for the thread spins this many times, then
  * sleeps (giving its CPU to the thread, if they share one) this long (ns). */
 #define WAIT_SPINS 1024
@@ -285,7 +286,7 @@ static size_t zero_span(struct job *j, struct hz_span *s, enum hz_zero_method m)
 	uint64_t t0 = hz_prim_now_ns();
 
 	if (m == HZ_ZERO_DROP) {
-		hz_zero_with(s->start, top, 0, m, how);
+		hz_zero_with(s->range.start, top, 0, m, how);
 		top = 0;
 	}
 	while (top > 0 && __atomic_load_n(&j->state, __ATOMIC_ACQUIRE) != JOB_CLAIMED) {
@@ -294,7 +295,7 @@ static size_t zero_span(struct job *j, struct hz_span *s, enum hz_zero_method m)
 		size_t w;
 
 		top -= unit;
-		w = hz_zero_with(s->start + top, unit, 0, m, how);
+		w = hz_zero_with(s->range.start + top, unit, 0, m, how);
 		written += w;
 		if (top > 0 && starved(w, hz_prim_now_ns() - u0)) {
 			__atomic_store_n(&paused_until, hz_prim_now_ns() + STARVED_PAUSE_NS,
@@ -328,12 +329,12 @@ static void zero_job(struct job *j)
 	struct hz_span s = j->span;
 	enum hz_zero_method m;
 	bool ours = hz_blocks_reusable(&s) &&
-		    hz_zero_choose(s.start, hz_span_bytes(&s), hz_span_zero_how(&s), &m) == 0;
+		    hz_zero_choose(s.range.start, hz_span_bytes(&s), hz_span_zero_how(&s), &m) == 0;
 	size_t dirty = ours ? zero_span(j, &s, m) : hz_span_bytes(&s);
 	int state = __atomic_load_n(&j->state, __ATOMIC_ACQUIRE);
 
 	if (!ours)
-		hz_blocks_mark_foreign(s.start, hz_span_bytes(&s));
+		hz_blocks_mark_foreign(s.range.start, hz_span_bytes(&s));
 	else if (!hz_blocks_reusable(&s)) /* marked while zeroing: a hole, or mlockall */
 		ours = false;
 	j->result = s;
@@ -396,8 +397,8 @@ static void release_memory(struct job *j)
 {
 	size_t len = hz_span_bytes(&j->span);
 
-	if (hz_prim_decommit(j->span.start, len) != 0)
-		hz_prim_madvise((void *)j->span.start, len, MADV_DONTNEED);
+	if (hz_prim_decommit(j->span.range.start, len) != 0)
+		hz_prim_madvise((void *)j->span.range.start, len, MADV_DONTNEED);
 	job_done(j, &j->span, len, true);
 }
 
@@ -485,7 +486,7 @@ bool hz_prezero_claimable(size_t size, size_t align)
 	const struct job *j = zeroing_job();
 
 	return j && hz_cache_fits(&j->span, size, align) &&
-	       !hz_cache_wasteful(j->span.granules,
+	       !hz_cache_wasteful(hz_span_granules(&j->span),
 				  hz_cache_granules_for(size, j->span.backing));
 }
 
@@ -578,11 +579,11 @@ static void drop_holes(struct hz_cache_batch *b)
 	for (unsigned i = cache.count; i-- > 0;) {
 		const struct hz_span *s = &cache.entries[i].span;
 
-		if (hz_prim_all_mapped(s->start, hz_span_bytes(s)))
+		if (hz_prim_all_mapped(s->range.start, hz_span_bytes(s)))
 			continue;
 		struct hz_span gone = hz_cache_remove(&cache, i).span;
 
-		hz_blocks_mark_foreign(gone.start, hz_span_bytes(&gone));
+		hz_blocks_mark_foreign(gone.range.start, hz_span_bytes(&gone));
 		hz_cache_batch_put(&cache, b, &gone);
 	}
 	publish_bytes();

@@ -15,6 +15,7 @@
 
 #include "backing.h"
 #include "prim/prim.h"
+#include "range.h"
 #include "stats.h"
 
 /* 8 MiB: each side takes this much at a time. A 256 MiB clear is 32
@@ -30,8 +31,8 @@ enum { SHARE_IDLE, SHARE_OPEN, SHARE_CLOSED, SHARE_LEFT, SHARE_PHASE = 3, SHARE_
 
 struct share {
 	int state;
-	uintptr_t lo;
-	size_t chunks;
+	struct hz_range body; /* whole chunks, shared */
+	size_t chunks;        /* in body */
 	enum hz_zero_method method;
 	enum hz_zero_how how;
 	size_t next;         /* next chunk index, counted from the top */
@@ -45,6 +46,12 @@ static struct share share;
 static struct hz_span kept;
 static int keeping;
 
+static size_t zero_part(struct hz_range r, uintptr_t hint, enum hz_zero_method m,
+			enum hz_zero_how how)
+{
+	return hz_zero_with(r.start, hz_range_len(r), hint, m, how);
+}
+
 /* Chunks are handed out by one counter, so no chunk is cleared twice or
  * missed; once it passes the last chunk, a late taker takes nothing. From
  * the top down, so the caller's last chunks are nearest the block start. */
@@ -57,7 +64,7 @@ static size_t take_chunks(bool thread)
 
 		if (i >= share.chunks)
 			return written;
-		uintptr_t at = share.lo + (share.chunks - 1 - i) * SHARE_CHUNK;
+		uintptr_t at = share.body.end - (i + 1) * SHARE_CHUNK;
 
 		if (thread)
 			HZ_PREZERO_HOOK(HZ_PREZERO_AT_CHUNK);
@@ -95,8 +102,8 @@ void hz_prezero_share_help(void)
 	}
 }
 
-static bool open_share(const struct hz_span *s, uintptr_t lo, size_t chunks,
-		       enum hz_zero_method m, enum hz_zero_how how)
+static bool open_share(const struct hz_span *s, struct hz_range body, enum hz_zero_method m,
+		       enum hz_zero_how how)
 {
 	int idle = SHARE_IDLE;
 
@@ -104,8 +111,8 @@ static bool open_share(const struct hz_span *s, uintptr_t lo, size_t chunks,
 	if (!__atomic_compare_exchange_n(&share.state, &idle, SHARE_CLOSED, false,
 					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return false;
-	share.lo = lo;
-	share.chunks = chunks;
+	share.body = body;
+	share.chunks = hz_range_chunks(body, SHARE_CHUNK);
 	share.method = m;
 	share.how = how;
 	share.helped = 0;
@@ -138,8 +145,7 @@ static int finish_share(size_t *mine, size_t *helped)
 	}
 	*helped = __atomic_load_n(&share.helped, __ATOMIC_RELAXED);
 	if (share.lost) /* a fork child: redo what the thread had */
-		*mine += hz_zero_with(share.lo, share.chunks * SHARE_CHUNK, 0, share.method,
-				      share.how);
+		*mine += zero_part(share.body, 0, share.method, share.how);
 	__atomic_store_n(&share.state, SHARE_IDLE, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -154,25 +160,27 @@ int hz_prezero_zero_for_calloc(const struct hz_span *s, size_t dirty, enum hz_ze
 {
 	const struct hz_cache_policy *p = hz_cache_policy();
 	enum hz_zero_how how = hz_span_zero_how(s);
-	uintptr_t lo = s->start + SHARE_CHUNK, end = s->start + dirty, tail;
-	size_t chunks, mine, helped = 0;
+	struct hz_range block = hz_range_make(s->range.start, dirty), head, body, tail;
+	size_t mine, helped = 0;
 
 	if (m != HZ_ZERO_CLEAR || p->split_min == 0 || dirty < p->split_min ||
 	    dirty < 2 * SHARE_CHUNK || !hz_prezero_can_help()) {
-		*written = hz_zero_with(s->start, dirty, s->start, m, how);
+		*written = zero_part(block, block.start, m, how);
 		return 0;
 	}
-	chunks = (dirty - SHARE_CHUNK) / SHARE_CHUNK;
-	tail = lo + chunks * SHARE_CHUNK;
-	if (!open_share(s, lo, chunks, m, how)) {
-		*written = hz_zero_with(s->start, dirty, s->start, m, how);
+	/* The first chunk, the whole chunks after it, and the rest. */
+	hz_range_split_at(block, block.start + SHARE_CHUNK, &head, &body);
+	hz_range_split_at(body, body.start + hz_range_chunks(body, SHARE_CHUNK) * SHARE_CHUNK,
+			  &body, &tail);
+	if (!open_share(s, body, m, how)) {
+		*written = zero_part(block, block.start, m, how);
 		return 0;
 	}
 	hz_prezero_wake();
-	*written = tail < end ? hz_zero_with(tail, end - tail, 0, m, how) : 0;
+	*written = hz_range_empty(tail) ? 0 : zero_part(tail, 0, m, how);
 	if (finish_share(&mine, &helped) != 0)
 		return -EAGAIN;
-	*written += mine + hz_zero_with(s->start, SHARE_CHUNK, s->start, m, how);
+	*written += mine + zero_part(head, head.start, m, how);
 	hz_stats_add(assisted_bytes, helped);
 	*written += helped;
 	return 0;
@@ -215,13 +223,13 @@ bool hz_prezero_share_fork_child(struct hz_span *left)
 void hz_prezero_adapt_backing(struct hz_span *s, enum hz_zero_method m)
 {
 	if (m == HZ_ZERO_DROP && s->backing == HZ_BACKING_THP &&
-	    hz_prim_madvise((void *)s->start, hz_span_bytes(s), MADV_NOHUGEPAGE) == 0) {
+	    hz_prim_madvise((void *)s->range.start, hz_span_bytes(s), MADV_NOHUGEPAGE) == 0) {
 		s->backing = HZ_BACKING_SMALL;
 		hz_stats_add(thp_demoted, 1);
 	} else if (m == HZ_ZERO_CLEAR && s->backing == HZ_BACKING_SMALL &&
 		   hz_backing_first(hz_span_bytes(s)) <= HZ_BACKING_THP &&
 		   hz_backing_thp_usable() &&
-		   hz_prim_madvise((void *)s->start, hz_span_bytes(s), MADV_HUGEPAGE) == 0) {
+		   hz_prim_madvise((void *)s->range.start, hz_span_bytes(s), MADV_HUGEPAGE) == 0) {
 		s->backing = HZ_BACKING_THP;
 		hz_stats_add(thp_promoted, 1);
 	}

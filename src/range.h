@@ -47,6 +47,43 @@ static inline struct hz_range hz_range_clamp(struct hz_range r,
 	return (struct hz_range){ start, end };
 }
 
+/* Whether a and b share a byte. */
+static inline bool hz_range_overlaps(struct hz_range a, struct hz_range b)
+{
+	return a.start < b.end && b.start < a.end;
+}
+
+/* Whether a and b meet, one's end the other's start. */
+static inline bool hz_range_adjacent(struct hz_range a, struct hz_range b)
+{
+	return a.end == b.start || b.end == a.start;
+}
+
+/* The smallest range holding a and b: for adjacent ones, the two as one. */
+static inline struct hz_range hz_range_join(struct hz_range a, struct hz_range b)
+{
+	return (struct hz_range){ a.start < b.start ? a.start : b.start,
+				  a.end > b.end ? a.end : b.end };
+}
+
+/* r cut at at (clamped into r): lo = [r.start, at), hi = [at, r.end). */
+static inline void hz_range_split_at(struct hz_range r, uintptr_t at, struct hz_range *lo,
+				     struct hz_range *hi)
+{
+	if (at < r.start)
+		at = r.start;
+	if (at > r.end)
+		at = r.end;
+	*lo = (struct hz_range){ r.start, at };
+	*hi = (struct hz_range){ at, r.end };
+}
+
+/* Whole chunks of chunk bytes r holds. */
+static inline size_t hz_range_chunks(struct hz_range r, size_t chunk)
+{
+	return hz_range_len(r) / chunk;
+}
+
 /* align must be a power of two. */
 static inline uintptr_t hz_align_down(uintptr_t x, size_t align)
 {

@@ -22,7 +22,7 @@
  * a hole hz_zero_choose found) is released, never handed out or zeroed. */
 static void give_back_foreign(const struct hz_span *span)
 {
-	hz_blocks_mark_foreign(span->start, hz_span_bytes(span));
+	hz_blocks_mark_foreign(span->range.start, hz_span_bytes(span));
 	hz_stats_add(cache_released_bytes, hz_span_bytes(span));
 	hz_blocks_release_span(span);
 }
@@ -36,7 +36,7 @@ static int zero_dirty(struct hz_span *span, size_t dirty)
 	enum hz_zero_method m;
 	size_t written;
 
-	if (hz_zero_choose(span->start, dirty, hz_span_zero_how(span), &m) != 0) {
+	if (hz_zero_choose(span->range.start, dirty, hz_span_zero_how(span), &m) != 0) {
 		give_back_foreign(span);
 		return -EFAULT;
 	}
@@ -125,7 +125,7 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 		return hz_blocks_alloc(size, align, out);
 	}
 	hz_blocks_revive(&span);
-	*out = (void *)span.start;
+	*out = (void *)span.range.start;
 	return 0;
 }
 
@@ -147,11 +147,11 @@ void hz_recycle_free(void *p)
 		enum hz_zero_how how = hz_span_zero_how(&e.span);
 		enum hz_zero_method m;
 
-		if (hz_zero_choose(e.span.start, hz_span_bytes(&e.span), how, &m) != 0) {
+		if (hz_zero_choose(e.span.range.start, hz_span_bytes(&e.span), how, &m) != 0) {
 			give_back_foreign(&e.span);
 			return;
 		}
-		hz_zero_with(e.span.start, hz_span_bytes(&e.span), 0, m, how);
+		hz_zero_with(e.span.range.start, hz_span_bytes(&e.span), 0, m, how);
 		if (!hz_blocks_reusable(&e.span)) { /* a hole appeared meanwhile */
 			hz_blocks_release_span(&e.span);
 			return;

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "options.h"
 #include "prim/prim.h"
+#include "sizes.h"
 
 /* A fixed buffer that report lines are appended to, always NUL-terminated. */
 struct text {
@@ -42,7 +43,7 @@ static void put(struct text *t, const char *fmt, ...)
 
 static double mib(uint64_t bytes)
 {
-	return (double)bytes / (1 << 20);
+	return (double)bytes / (double)HZ_MIB;
 }
 
 static double pct(uint64_t part, uint64_t whole)

@@ -10,6 +10,7 @@
 #include "prim/memory.h"
 #include "prim/prim.h"
 #include "range.h"
+#include "sizes.h"
 
 /* A probe that could not map its scratch pages (RLIMIT_AS or
  * vm.max_map_count reached) answers "untrusted" this time and is asked
@@ -30,7 +31,7 @@ static bool swap_possible(void)
 	static int present = 1;
 	uint64_t now = hz_prim_now_ns(), ram, swap;
 
-	if (now - __atomic_load_n(&checked_at, __ATOMIC_RELAXED) > 1000000000u ||
+	if (now - __atomic_load_n(&checked_at, __ATOMIC_RELAXED) > HZ_NS_PER_SEC ||
 	    __atomic_load_n(&checked_at, __ATOMIC_RELAXED) == 0) {
 		__atomic_store_n(&present, hz_prim_memory(&ram, &swap) != 0 || swap > 0,
 				 __ATOMIC_RELAXED);

@@ -17,7 +17,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#define MiB ((size_t)1 << 20)
+#include "util.h"
+
 #define LARGE (8 * MiB)
 
 static int expect_preload;

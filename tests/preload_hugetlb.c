@@ -13,7 +13,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#define MiB ((size_t)1 << 20)
+#include "util.h"
+
 #define POOL_PAGES 8 /* 16 MiB of 2 MiB pages */
 #define NR_PATH "/proc/sys/vm/nr_hugepages"
 #define FREE_PATH "/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages"

@@ -16,10 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+
 #include "util.h"
 
-#define KiB ((size_t)1 << 10)
-#define MiB ((size_t)1 << 20)
 #define SLOTS 48
 
 struct slot {

@@ -36,7 +36,9 @@ static int fresh(void **state)
 
 static struct hz_cache_entry entry(size_t first, size_t granules, bool clean, uint64_t t)
 {
-	return (struct hz_cache_entry){ { BASE + first * G, granules, HZ_BACKING_THP }, t, clean };
+	struct hz_span s = { hz_range_make(BASE + first * G, granules * G), HZ_BACKING_THP };
+
+	return (struct hz_cache_entry){ s, t, clean };
 }
 
 static void add(struct hz_cache_entry e)
@@ -50,7 +52,7 @@ static void add(struct hz_cache_entry e)
 static int find(uintptr_t start)
 {
 	for (unsigned i = 0; i < cache.count; i++)
-		if (cache.entries[i].span.start == start)
+		if (cache.entries[i].span.range.start == start)
 			return (int)i;
 	return -1;
 }
@@ -96,7 +98,7 @@ static void pick_needs_the_size_in_whole_pages_and_the_alignment(void **state)
 	assert_int_equal(-1, hz_cache_pick(&cache, 2 * G + 1, 0, false, true));
 	assert_int_equal(find(BASE + 8 * G), hz_cache_pick(&cache, 2 * G, 4 * G, false, true));
 	/* 1 GiB pages: a request rounds up to whole 1 GiB pages */
-	assert_int_equal(hz_cache_granules_for(G + 1, HZ_BACKING_HUGETLB1G), HZ_SIZE_1G / G);
+	assert_int_equal(hz_cache_granules_for(G + 1, HZ_BACKING_HUGETLB1G), HZ_SZ_1G / G);
 	assert_int_equal(hz_cache_granules_for(G + 1, HZ_BACKING_THP), 2);
 }
 
@@ -109,17 +111,17 @@ static void take_splits_off_only_a_wasteful_remainder(void **state)
 	add(entry(0, 10, true, 1));
 	/* 10 granules for 9: 11% more, kept whole */
 	e = hz_cache_take(&cache, 0, 9 * G, &b);
-	assert_int_equal(e.span.granules, 10);
+	assert_int_equal(hz_span_granules(&e.span), 10);
 	assert_int_equal(cache.count, 0);
 	add(e);
 	/* 10 granules for 8: 25% more, the last 2 go back, still clean */
 	e = hz_cache_take(&cache, 0, 8 * G, &b);
-	assert_int_equal(e.span.start, BASE);
-	assert_int_equal(e.span.granules, 8);
+	assert_int_equal(e.span.range.start, BASE);
+	assert_int_equal(hz_span_granules(&e.span), 8);
 	assert_true(e.clean);
 	assert_int_equal(cache.count, 1);
-	assert_int_equal(cache.entries[0].span.start, BASE + 8 * G);
-	assert_int_equal(cache.entries[0].span.granules, 2);
+	assert_int_equal(cache.entries[0].span.range.start, BASE + 8 * G);
+	assert_int_equal(hz_span_granules(&cache.entries[0].span), 2);
 	assert_true(cache.entries[0].clean);
 	assert_int_equal(b.count, 0);
 	assert_accounted();
@@ -134,11 +136,11 @@ static void add_merges_neighbours_of_one_backing_and_state(void **state)
 	add(entry(4, 2, true, 7));
 	add(entry(2, 2, true, 6)); /* fills the gap: one span of 6 granules */
 	assert_int_equal(cache.count, 1);
-	assert_int_equal(cache.entries[0].span.start, BASE);
-	assert_int_equal(cache.entries[0].span.granules, 6);
+	assert_int_equal(cache.entries[0].span.range.start, BASE);
+	assert_int_equal(hz_span_granules(&cache.entries[0].span), 6);
 	assert_int_equal(cache.entries[0].idle_since, 7); /* the newest part's */
 	add(entry(6, 2, false, 1)); /* dirty: not merged with clean */
-	other.span.start = BASE + 8 * G;
+	other.span.range = hz_range_make(BASE + 8 * G, hz_span_bytes(&other.span));
 	other.span.backing = HZ_BACKING_SMALL; /* another backing: not merged */
 	add(other);
 	assert_int_equal(cache.count, 3);
@@ -155,7 +157,7 @@ static void add_evicts_the_oldest_over_the_budget(void **state)
 	add(entry(10, 4, false, 10)); /* the oldest */
 	hz_cache_add(&cache, entry(20, 4, true, 40), &b);
 	assert_int_equal(b.count, 1);
-	assert_int_equal(b.spans[0].start, BASE + 10 * G);
+	assert_int_equal(b.spans[0].range.start, BASE + 10 * G);
 	assert_int_equal(cache.count, 2);
 	assert_true(find(BASE + 20 * G) >= 0);
 	assert_accounted();
@@ -172,14 +174,14 @@ static void add_gives_the_span_back_when_another_cache_holds_the_budget(void **s
 	hz_cache_add(&cache, entry(10, 2, false, 2), &b);
 	/* the table's own span was evicted first, then the new one fits */
 	assert_int_equal(b.count, 1);
-	assert_int_equal(b.spans[0].start, BASE);
+	assert_int_equal(b.spans[0].range.start, BASE);
 	assert_int_equal(cache.count, 1);
 	b.count = 0;
 	hz_cache_budget_charge(&budget, G, 0);
 	hz_cache_add(&cache, entry(20, 3, false, 3), &b);
 	/* 8 granules held elsewhere: the table empties and still cannot hold 3 */
 	assert_int_equal(b.count, 2);
-	assert_int_equal(b.spans[1].start, BASE + 20 * G);
+	assert_int_equal(b.spans[1].range.start, BASE + 20 * G);
 	assert_int_equal(cache.count, 0);
 	assert_int_equal(hz_cache_budget_used(&budget), 8 * G);
 }
@@ -202,7 +204,7 @@ static void decay_releases_idle_spans_a_batch_at_a_time(void **state)
 	hz_cache_decay(&cache, NS + 1, &b);
 	assert_int_equal(b.count, 2);
 	assert_int_equal(cache.count, 1);
-	assert_int_equal(cache.entries[0].span.start, BASE + 100 * G);
+	assert_int_equal(cache.entries[0].span.range.start, BASE + 100 * G);
 	assert_accounted();
 }
 
@@ -218,7 +220,7 @@ static void a_full_table_evicts_and_flushes_a_full_batch(void **state)
 	/* the oldest went first: the batch and what it flushed */
 	assert_int_equal(flushed + b.count, HZ_CACHE_BATCH + 3);
 	assert_int_equal(flushed, HZ_CACHE_BATCH);
-	assert_int_equal(b.spans[0].start, BASE + 2 * HZ_CACHE_BATCH * G);
+	assert_int_equal(b.spans[0].range.start, BASE + 2 * HZ_CACHE_BATCH * G);
 	assert_int_equal(-1, find(BASE));
 	assert_accounted();
 }
@@ -233,7 +235,7 @@ static void first_dirty_and_remove_keep_the_counts(void **state)
 	add(entry(10, 3, false, 1));
 	assert_int_equal(find(BASE + 10 * G), hz_cache_first_dirty(&cache));
 	e = hz_cache_remove(&cache, (unsigned)hz_cache_first_dirty(&cache));
-	assert_int_equal(e.span.granules, 3);
+	assert_int_equal(hz_span_granules(&e.span), 3);
 	assert_false(e.clean);
 	assert_int_equal(cache.count, 1);
 	assert_accounted();

@@ -7,7 +7,7 @@
 
 #include "clear/plan.h"
 
-#define PAGE HZ_CLEAR_PAGE
+#define PAGE HZ_SZ_4K
 #define BASE ((uintptr_t)1 << 30)
 
 /* The three parts must tile r exactly: left | hot | right, in address
@@ -161,6 +161,30 @@ static void range_helpers_clamp_and_align(void **state)
 	assert_true(hz_is_pow2(4096) && !hz_is_pow2(0) && !hz_is_pow2(4095));
 }
 
+static void range_helpers_split_join_and_overlap(void **state)
+{
+	struct hz_range r = hz_range_make(BASE, 10 * PAGE), lo, hi;
+
+	(void)state;
+	hz_range_split_at(r, BASE + 3 * PAGE, &lo, &hi);
+	assert_true(lo.start == r.start && lo.end == BASE + 3 * PAGE);
+	assert_true(hi.start == lo.end && hi.end == r.end);
+	hz_range_split_at(r, BASE - PAGE, &lo, &hi); /* clamped to the start */
+	assert_true(hz_range_empty(lo) && hi.start == r.start && hi.end == r.end);
+	hz_range_split_at(r, r.end + PAGE, &lo, &hi); /* clamped to the end */
+	assert_true(lo.end == r.end && hz_range_empty(hi) && hi.start == r.end);
+	assert_true(hz_range_chunks(r, 4 * PAGE) == 2 && hz_range_chunks(r, 16 * PAGE) == 0);
+
+	hz_range_split_at(r, BASE + 3 * PAGE, &lo, &hi);
+	assert_true(hz_range_adjacent(lo, hi) && hz_range_adjacent(hi, lo));
+	assert_false(hz_range_overlaps(lo, hi));
+	lo = hz_range_join(hi, lo);
+	assert_true(lo.start == r.start && lo.end == r.end);
+	assert_true(hz_range_overlaps(r, hz_range_make(r.end - 1, PAGE)));
+	assert_false(hz_range_adjacent(r, hz_range_make(r.end + 1, PAGE)));
+	assert_false(hz_range_overlaps(r, hz_range_make(r.end, PAGE)));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -174,6 +198,7 @@ int main(void)
 		cmocka_unit_test(radius_zero_keeps_only_the_hint_page),
 		cmocka_unit_test(range_at_top_of_address_space_does_not_overflow),
 		cmocka_unit_test(range_helpers_clamp_and_align),
+		cmocka_unit_test(range_helpers_split_join_and_overlap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,6 +19,7 @@
 
 #include "prim/memory.h"
 #include "prim/prim.h"
+#include "util.h"
 
 #define PAGE ((size_t)4096)
 /* No call of prim sets errno to this. */
@@ -108,8 +109,6 @@ static void failing_memory_operations_keep_errno(void **state)
 
 /* ---- what the memory operations do ---- */
 
-#define MIB ((size_t)1 << 20)
-
 static bool mapped(const void *p, size_t len)
 {
 	static unsigned char vec[(16 << 20) / 4096];
@@ -142,17 +141,17 @@ static void map_aligned_gives_the_congruent_address(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
-		assert_int_equal(hz_prim_map_aligned(3 * MIB, 2 * MIB, targets[i],
+		assert_int_equal(hz_prim_map_aligned(3 * MiB, 2 * MiB, targets[i],
 						     PROT_READ | PROT_WRITE,
 						     MAP_PRIVATE | MAP_ANONYMOUS,
 						     HZ_TRIM_OR_FAIL, &p), 0);
-		assert_int_equal(((uintptr_t)p - targets[i]) % (2 * MIB), 0);
-		assert_true(mapped(p, 3 * MIB));
-		assert_int_equal(munmap(p, 3 * MIB), 0);
+		assert_int_equal(((uintptr_t)p - targets[i]) % (2 * MiB), 0);
+		assert_true(mapped(p, 3 * MiB));
+		assert_int_equal(munmap(p, 3 * MiB), 0);
 	}
-	assert_int_equal(hz_prim_reserve(4 * MIB, 1 << 30, &p), 0);
+	assert_int_equal(hz_prim_reserve(4 * MiB, 1 << 30, &p), 0);
 	assert_int_equal((uintptr_t)p % (1 << 30), 0);
-	assert_int_equal(munmap(p, 4 * MIB), 0);
+	assert_int_equal(munmap(p, 4 * MiB), 0);
 }
 
 /* Commit gives read-write zero memory inside a reservation; decommit turns
@@ -165,14 +164,14 @@ static void commit_then_decommit_keeps_the_address_space(void **state)
 
 	(void)state;
 	need_mincore_on_reservations();
-	assert_int_equal(hz_prim_reserve(4 * MIB, 2 * MIB, (void **)&p), 0);
-	assert_int_equal(hz_prim_commit((uintptr_t)p, 2 * MIB, HZ_PAGES_SMALL, &advised), 0);
-	assert_true(p[0] == 0 && p[2 * MIB - 1] == 0);
-	memset(p, 1, 2 * MIB);
-	assert_int_equal(hz_prim_decommit((uintptr_t)p, 2 * MIB), 0);
-	assert_int_equal(mincore(p, 2 * MIB, vec), 0); /* still mapped */
+	assert_int_equal(hz_prim_reserve(4 * MiB, 2 * MiB, (void **)&p), 0);
+	assert_int_equal(hz_prim_commit((uintptr_t)p, 2 * MiB, HZ_PAGES_SMALL, &advised), 0);
+	assert_true(p[0] == 0 && p[2 * MiB - 1] == 0);
+	memset(p, 1, 2 * MiB);
+	assert_int_equal(hz_prim_decommit((uintptr_t)p, 2 * MiB), 0);
+	assert_int_equal(mincore(p, 2 * MiB, vec), 0); /* still mapped */
 	assert_int_equal(vec[0] & 1, 0);              /* but not resident */
-	assert_int_equal(munmap(p, 4 * MIB), 0);
+	assert_int_equal(munmap(p, 4 * MiB), 0);
 }
 
 /* A hole in a reservation is reserved again, around a page another thread
@@ -184,19 +183,19 @@ static void reserve_hole_spares_a_mapping_made_in_the_hole(void **state)
 
 	(void)state;
 	need_mincore_on_reservations();
-	assert_int_equal(hz_prim_reserve(8 * MIB, 2 * MIB, (void **)&p), 0);
-	assert_int_equal(munmap(p + 2 * MIB, 4 * MIB), 0);
-	assert_int_equal(hz_prim_reserve_hole((uintptr_t)p + 2 * MIB, 2 * MIB), 0);
-	assert_true(mapped(p, 4 * MIB));
-	other = mmap(p + 5 * MIB, PAGE, PROT_READ | PROT_WRITE,
+	assert_int_equal(hz_prim_reserve(8 * MiB, 2 * MiB, (void **)&p), 0);
+	assert_int_equal(munmap(p + 2 * MiB, 4 * MiB), 0);
+	assert_int_equal(hz_prim_reserve_hole((uintptr_t)p + 2 * MiB, 2 * MiB), 0);
+	assert_true(mapped(p, 4 * MiB));
+	other = mmap(p + 5 * MiB, PAGE, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-	assert_true(other == p + 5 * MIB);
+	assert_true(other == p + 5 * MiB);
 	other[0] = 0x5a;
-	assert_int_equal(hz_prim_reserve_hole((uintptr_t)p + 4 * MIB, 2 * MIB), -EEXIST);
+	assert_int_equal(hz_prim_reserve_hole((uintptr_t)p + 4 * MiB, 2 * MiB), -EEXIST);
 	assert_int_equal(other[0], 0x5a);
-	assert_true(mapped(p, 8 * MIB));
+	assert_true(mapped(p, 8 * MiB));
 	assert_int_equal(hz_prim_holes_taken(), taken + 1);
-	assert_int_equal(munmap(p, 8 * MIB), 0);
+	assert_int_equal(munmap(p, 8 * MiB), 0);
 }
 
 /* For real: a hugetlb mapping the 1 GiB pool cannot back fails, and Linux
@@ -225,7 +224,7 @@ static void failed_hugetlb_commit_refills_the_hole(void **state)
 	assert_int_equal(hz_prim_reserve((size_t)1 << 30, (size_t)1 << 30, (void **)&p), 0);
 	ret = hz_prim_commit((uintptr_t)p, (size_t)1 << 30, HZ_PAGES_HUGETLB_1G, &advised);
 	assert_true(ret < 0 && ret != -EEXIST);
-	assert_true(mapped(p, 16 * MIB) && mapped(p + (1 << 30) - 16 * MIB, 16 * MIB));
+	assert_true(mapped(p, 16 * MiB) && mapped(p + (1 << 30) - 16 * MiB, 16 * MiB));
 	assert_int_equal(hz_prim_holes_taken(), taken);
 	assert_int_equal(munmap(p, (size_t)1 << 30), 0);
 }

@@ -1,5 +1,5 @@
-/* Small helpers shared by the C tests: a reproducible pseudo-random
- * sequence and a reader of /proc/self/smaps. Header-only, so every test
+/* Small helpers shared by the C tests: the KiB/MiB/GiB units, a
+ * reproducible pseudo-random sequence and a reader of /proc/self/smaps. Header-only, so every test
  * program (and every build, cross builds included) takes what it uses. */
 #ifndef HZ_TESTS_UTIL_H
 #define HZ_TESTS_UTIL_H
@@ -9,6 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define KiB ((size_t)1 << 10)
+#define MiB ((size_t)1 << 20)
+#define GiB ((size_t)1 << 30)
 
 /* xorshift64: fast, and the same sequence for the same seed everywhere,
  * so a failing run can be repeated. The seed must not be 0. */

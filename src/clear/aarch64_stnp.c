@@ -5,9 +5,8 @@
 #include <string.h>
 
 #include "../range.h"
+#include "../sizes.h"
 #include "kernel.h"
-
-#define LINE ((size_t)64)
 
 void hz_clear_stnp(void *dst, size_t len)
 {
@@ -20,14 +19,14 @@ void hz_clear_stnp(void *dst, size_t len)
 	 * between. tests/test_clear_abi.c calls this with junk in v0. */
 	const uint8x16_t zero = vdupq_n_u8(0);
 
-	if (len < 2 * LINE) {
+	if (len < 2 * HZ_CACHE_LINE) {
 		memset(dst, 0, len);
 		return;
 	}
-	a = hz_align_up(p, LINE);
-	e = hz_align_down(end, LINE);
+	a = hz_align_up(p, HZ_CACHE_LINE);
+	e = hz_align_down(end, HZ_CACHE_LINE);
 	memset(dst, 0, a - p);
-	for (; a < e; a += LINE)
+	for (; a < e; a += HZ_CACHE_LINE)
 		__asm__ __volatile__("stnp %q1, %q1, [%0]\n\t"
 				     "stnp %q1, %q1, [%0, #32]"
 				     :

@@ -9,8 +9,8 @@
 void hz_clear_plan_make(struct hz_range r, uintptr_t hint,
 			unsigned radius_pages, struct hz_clear_plan *plan)
 {
-	size_t width = ((size_t)2 * radius_pages + 1) * HZ_CLEAR_PAGE;
-	size_t before = (size_t)radius_pages * HZ_CLEAR_PAGE;
+	size_t width = ((size_t)2 * radius_pages + 1) * HZ_SZ_4K;
+	size_t before = (size_t)radius_pages * HZ_SZ_4K;
 	uintptr_t page, start;
 
 	plan->left = (struct hz_range){ r.start, r.start };
@@ -23,7 +23,7 @@ void hz_clear_plan_make(struct hz_range r, uintptr_t hint,
 		plan->right = (struct hz_range){ r.end, r.end };
 		return;
 	}
-	page = hz_align_down(hint, HZ_CLEAR_PAGE);
+	page = hz_align_down(hint, HZ_SZ_4K);
 	start = (page > r.start && page - r.start > before) ? page - before
 							   : r.start;
 	if (start > r.end - width)

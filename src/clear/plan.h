@@ -4,9 +4,7 @@
 #define HZ_CLEAR_PLAN_H
 
 #include "../range.h"
-
-/* 4 KiB: the base page, the unit of the neighbourhood radius. */
-#define HZ_CLEAR_PAGE 4096u
+#include "../sizes.h"
 
 struct hz_clear_plan {
 	struct hz_range right; /* cleared first; may be empty */

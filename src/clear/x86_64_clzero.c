@@ -5,9 +5,8 @@
 #include <string.h>
 
 #include "../range.h"
+#include "../sizes.h"
 #include "kernel.h"
-
-#define LINE ((size_t)64)
 
 void hz_clear_clzero(void *dst, size_t len)
 {
@@ -15,14 +14,14 @@ void hz_clear_clzero(void *dst, size_t len)
 	uintptr_t end = p + len;
 	uintptr_t a, e;
 
-	if (len < 2 * LINE) {
+	if (len < 2 * HZ_CACHE_LINE) {
 		memset(dst, 0, len);
 		return;
 	}
-	a = hz_align_up(p, LINE);
-	e = hz_align_down(end, LINE);
+	a = hz_align_up(p, HZ_CACHE_LINE);
+	e = hz_align_down(end, HZ_CACHE_LINE);
 	memset(dst, 0, a - p);
-	for (; a < e; a += LINE)
+	for (; a < e; a += HZ_CACHE_LINE)
 		/* clzero: the encoding, because older assemblers lack the name */
 		__asm__ __volatile__(".byte 0x0f, 0x01, 0xfc" : : "a"(a) : "memory");
 	memset((void *)e, 0, end - e);

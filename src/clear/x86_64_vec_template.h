@@ -10,9 +10,8 @@
 #include <string.h>
 
 #include "../range.h"
+#include "../sizes.h"
 #include "kernel.h"
-
-#define LINE ((size_t)64)
 
 __attribute__((target(VEC_TARGET))) void KERNEL_TEMPORAL(void *dst, size_t len)
 {
@@ -52,10 +51,10 @@ __attribute__((target(VEC_TARGET))) void KERNEL_NT(void *dst, size_t len)
 	}
 	/* Cached stores for the partial first line and the tail; the body
 	 * streams whole 64-byte lines so write-combining fills them. */
-	for (size_t off = 0; off < LINE; off += VEC)
+	for (size_t off = 0; off < HZ_CACHE_LINE; off += VEC)
 		VEC_STOREU((VEC_T *)(p + off), zero);
 	VEC_STOREU((VEC_T *)(end - VEC), zero);
-	a = (char *)hz_align_up((uintptr_t)p, LINE);
+	a = (char *)hz_align_up((uintptr_t)p, HZ_CACHE_LINE);
 	for (; a + 4 * VEC <= end; a += 4 * VEC) {
 		VEC_STREAM((VEC_T *)a, zero);
 		VEC_STREAM((VEC_T *)(a + VEC), zero);

@@ -27,7 +27,7 @@ int hz_exec_collapse_state(void)
  * ENOMEM: no free 2 MiB page right now) say nothing about support. */
 static void collapse(const struct hz_exec_segment *s)
 {
-	struct hz_range interior = hz_range_align_in(s->map, HZ_SIZE_2M);
+	struct hz_range interior = hz_range_align_in(s->map, HZ_SZ_2M);
 	int state = hz_exec_collapse_state();
 	int ret;
 
@@ -66,7 +66,7 @@ static void prewarm(const struct hz_exec_segment *s, int fd)
 	uint64_t start, populated = 0;
 	int ret;
 
-	if (fd < 0 || hz_range_len(file) < HZ_SIZE_2M)
+	if (fd < 0 || hz_range_len(file) < HZ_SZ_2M)
 		return;
 	start = hz_prim_now_ns();
 	ret = hz_exec_prewarm_range(fd, file.start, hz_range_len(file), &populated);
@@ -85,7 +85,7 @@ void hz_exec_advise_segment(const struct hz_exec_segment *s, int fd)
 	size_t len = hz_range_len(s->map);
 	int ret;
 
-	if (len < HZ_SIZE_64K) {
+	if (len < HZ_SZ_64K) {
 		hz_debug("exec: %s: %zu KiB of text, less than one 64 KiB chunk: left alone",
 			 hz_exec_segment_path(s), len >> 10);
 		return;
@@ -93,7 +93,7 @@ void hz_exec_advise_segment(const struct hz_exec_segment *s, int fd)
 	/* A file folio maps large only where virtual address and file offset
 	 * agree modulo its size; elsewhere large folios would cost readahead
 	 * and reclaim granularity and give the TLB nothing. */
-	if (!hz_exec_congruent(s, HZ_SIZE_64K)) {
+	if (!hz_exec_congruent(s, HZ_SZ_64K)) {
 		hz_exec_stat_add(unaligned_bytes, len);
 		hz_debug("exec: %s: address not congruent to file offset modulo 64 KiB: left alone",
 			 hz_exec_segment_path(s));
@@ -108,6 +108,6 @@ void hz_exec_advise_segment(const struct hz_exec_segment *s, int fd)
 		return;
 	}
 	hz_exec_stat_add(advised_bytes, len);
-	if (hz_exec_congruent(s, HZ_SIZE_2M))
+	if (hz_exec_congruent(s, HZ_SZ_2M))
 		collapse(s);
 }

@@ -66,7 +66,7 @@ static bool loadable(const char *path)
 	if (hz_prim_file_size(fd, &size) == 0 && size >= sizeof(Elf64_Ehdr) &&
 	    hz_exec_map_for_prewarm(fd, size, &map) == 0) {
 		ok = header_loadable(map);
-		hz_prim_munmap(map, hz_align_up(size, HZ_PAGE_SIZE));
+		hz_prim_munmap(map, hz_align_up(size, HZ_SZ_4K));
 	}
 	hz_prim_close(fd);
 	return ok;

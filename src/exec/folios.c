@@ -161,7 +161,7 @@ static unsigned order_of(uint64_t pages)
  * aligned PFNs; the run maps pfn, pfn + 1, ... in order. */
 static uint64_t cont_blocks(uint64_t vpn, uint64_t pfn, uint64_t len)
 {
-	const uint64_t per = HZ_SIZE_64K / HZ_PAGE_SIZE;
+	const uint64_t per = HZ_SZ_64K / HZ_SZ_4K;
 	uint64_t first, last;
 
 	if ((vpn - pfn) % per != 0)
@@ -194,7 +194,7 @@ static int run_length(struct hz_folios *f, uint64_t vpn, uint64_t pfn,
 
 int hz_folios_scan(struct hz_folios *f, struct hz_range r, struct hz_folio_counts *c)
 {
-	uint64_t vpn = r.start / HZ_PAGE_SIZE, end = r.end / HZ_PAGE_SIZE;
+	uint64_t vpn = r.start / HZ_SZ_4K, end = r.end / HZ_SZ_4K;
 	int ret;
 
 	c->mapped += hz_range_len(r);
@@ -212,43 +212,43 @@ int hz_folios_scan(struct hz_folios *f, struct hz_range r, struct hz_folio_count
 		if (pfn == 0)
 			f->pfn_hidden = true; /* not CAP_SYS_ADMIN */
 		if (!hz_folios_precise(f) || page_flags(f, pfn, &flags) != 0) {
-			c->resident += HZ_PAGE_SIZE;
-			c->unknown += HZ_PAGE_SIZE;
+			c->resident += HZ_SZ_4K;
+			c->unknown += HZ_SZ_4K;
 			vpn++;
 			continue;
 		}
 		if (has(flags, KPF_HUGE)) {
-			c->resident += HZ_PAGE_SIZE;
-			c->hugetlb += HZ_PAGE_SIZE;
+			c->resident += HZ_SZ_4K;
+			c->hugetlb += HZ_SZ_4K;
 			vpn++;
 			continue;
 		}
 		if (!has(flags, KPF_COMPOUND_HEAD) && !has(flags, KPF_COMPOUND_TAIL)) {
-			c->resident += HZ_PAGE_SIZE;
-			c->aligned[0] += HZ_PAGE_SIZE;
+			c->resident += HZ_SZ_4K;
+			c->aligned[0] += HZ_SZ_4K;
 			vpn++;
 			continue;
 		}
 		if (folio_of(f, pfn, flags, &head, &pages) != 0) {
-			c->resident += HZ_PAGE_SIZE;
-			c->unknown += HZ_PAGE_SIZE;
+			c->resident += HZ_SZ_4K;
+			c->unknown += HZ_SZ_4K;
 			vpn++;
 			continue;
 		}
 		ret = run_length(f, vpn, pfn, head, pages, end, &run);
 		if (ret != 0)
 			return ret;
-		c->resident += run * HZ_PAGE_SIZE;
-		c->cont64k += cont_blocks(vpn, pfn, run) * HZ_SIZE_64K;
+		c->resident += run * HZ_SZ_4K;
+		c->cont64k += cont_blocks(vpn, pfn, run) * HZ_SZ_64K;
 		if (pfn == head && run == pages) {
 			unsigned o = order_of(pages);
 
 			if (vpn % pages == 0)
-				c->aligned[o] += run * HZ_PAGE_SIZE;
+				c->aligned[o] += run * HZ_SZ_4K;
 			else
-				c->unaligned[o] += run * HZ_PAGE_SIZE;
+				c->unaligned[o] += run * HZ_SZ_4K;
 		} else {
-			c->partial += run * HZ_PAGE_SIZE;
+			c->partial += run * HZ_SZ_4K;
 		}
 		vpn += run;
 	}

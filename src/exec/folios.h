@@ -22,16 +22,12 @@
 #include <sys/types.h>
 
 #include "../range.h"
+#include "../sizes.h"
 #include "maps.h"
 
 /* Orders 0 (4 KiB) to 9 (2 MiB, the x86_64 and arm64-4K PMD size): page
  * cache and THP folios are never larger on these targets. */
 #define HZ_FOLIO_ORDERS 10
-#define HZ_PAGE_SIZE 4096u
-#define HZ_SIZE_64K (64u << 10)
-#ifndef HZ_SIZE_2M /* also in backing.h */
-#define HZ_SIZE_2M ((size_t)2 << 20)
-#endif
 
 struct hz_folio_counts {
 	uint64_t mapped;   /* bytes of the ranges scanned */

@@ -28,8 +28,8 @@
 static int mincore_bytes(int fd, uint64_t off, uint64_t len, uint64_t *cached)
 {
 	unsigned char vec[1024];
-	uint64_t start = hz_align_down(off, HZ_PAGE_SIZE);
-	uint64_t end = hz_align_up(off + len, HZ_PAGE_SIZE);
+	uint64_t start = hz_align_down(off, HZ_SZ_4K);
+	uint64_t end = hz_align_up(off + len, HZ_SZ_4K);
 	uint64_t sum = 0;
 	void *map;
 	int ret;
@@ -41,16 +41,16 @@ static int mincore_bytes(int fd, uint64_t off, uint64_t len, uint64_t *cached)
 			   (off_t)start, &map);
 	if (ret != 0)
 		return ret;
-	for (uint64_t done = 0; done < end - start; done += sizeof(vec) * HZ_PAGE_SIZE) {
+	for (uint64_t done = 0; done < end - start; done += sizeof(vec) * HZ_SZ_4K) {
 		uint64_t chunk = end - start - done;
 
-		if (chunk > sizeof(vec) * HZ_PAGE_SIZE)
-			chunk = sizeof(vec) * HZ_PAGE_SIZE;
+		if (chunk > sizeof(vec) * HZ_SZ_4K)
+			chunk = sizeof(vec) * HZ_SZ_4K;
 		ret = hz_prim_mincore((char *)map + done, chunk, vec);
 		if (ret != 0)
 			break;
-		for (uint64_t i = 0; i < chunk / HZ_PAGE_SIZE; i++)
-			sum += (uint64_t)(vec[i] & 1) * HZ_PAGE_SIZE;
+		for (uint64_t i = 0; i < chunk / HZ_SZ_4K; i++)
+			sum += (uint64_t)(vec[i] & 1) * HZ_SZ_4K;
 	}
 	hz_prim_munmap(map, end - start);
 	*cached = sum;
@@ -83,9 +83,9 @@ static int populate_cold_windows(int fd, char *map, uint64_t file_size,
 	struct hz_range run = { 0, 0 };
 	int ret = 0;
 
-	for (uint64_t w = hz_align_down(r.start, HZ_SIZE_2M); w < r.end && ret == 0;
-	     w += HZ_SIZE_2M) {
-		struct hz_range win = hz_range_clamp(hz_range_make(w, HZ_SIZE_2M),
+	for (uint64_t w = hz_align_down(r.start, HZ_SZ_2M); w < r.end && ret == 0;
+	     w += HZ_SZ_2M) {
+		struct hz_range win = hz_range_clamp(hz_range_make(w, HZ_SZ_2M),
 						     (struct hz_range){ 0, file_size });
 		uint64_t cached = 1;
 		bool cold = hz_exec_cached_bytes(fd, win.start, hz_range_len(win), &cached) == 0 &&
@@ -95,13 +95,13 @@ static int populate_cold_windows(int fd, char *map, uint64_t file_size,
 			run = win;
 		else if (cold)
 			run.end = win.end;
-		if ((!cold || w + HZ_SIZE_2M >= r.end) && !hz_range_empty(run)) {
+		if ((!cold || w + HZ_SZ_2M >= r.end) && !hz_range_empty(run)) {
 			/* One call per run of cold windows; only the range's
 			 * own pages are touched, each fault reads its whole
 			 * window. */
 			struct hz_range part = hz_range_clamp(run, r);
-			uintptr_t from = hz_align_down(part.start, HZ_PAGE_SIZE);
-			uintptr_t to = hz_align_up(part.end, HZ_PAGE_SIZE);
+			uintptr_t from = hz_align_down(part.start, HZ_SZ_4K);
+			uintptr_t to = hz_align_up(part.end, HZ_SZ_4K);
 
 			ret = hz_prim_madvise(map + from, to - from, MADV_POPULATE_READ);
 			if (ret == 0)
@@ -114,16 +114,16 @@ static int populate_cold_windows(int fd, char *map, uint64_t file_size,
 
 int hz_exec_map_for_prewarm(int fd, uint64_t size, void **map)
 {
-	int ret = hz_prim_mmap(NULL, hz_align_up(size, HZ_PAGE_SIZE), PROT_READ,
+	int ret = hz_prim_mmap(NULL, hz_align_up(size, HZ_SZ_4K), PROT_READ,
 			       MAP_PRIVATE, fd, 0, map);
 
 	if (ret != 0)
 		return ret;
-	ret = hz_prim_madvise(*map, hz_align_up(size, HZ_PAGE_SIZE), MADV_HUGEPAGE);
+	ret = hz_prim_madvise(*map, hz_align_up(size, HZ_SZ_4K), MADV_HUGEPAGE);
 	if (ret == 0)
-		ret = hz_prim_madvise(*map, hz_align_up(size, HZ_PAGE_SIZE), MADV_RANDOM);
+		ret = hz_prim_madvise(*map, hz_align_up(size, HZ_SZ_4K), MADV_RANDOM);
 	if (ret != 0)
-		hz_prim_munmap(*map, hz_align_up(size, HZ_PAGE_SIZE));
+		hz_prim_munmap(*map, hz_align_up(size, HZ_SZ_4K));
 	return ret;
 }
 
@@ -143,7 +143,7 @@ int hz_exec_prewarm_range(int fd, uint64_t off, uint64_t len, uint64_t *populate
 	if (ret != 0)
 		return ret;
 	ret = populate_cold_windows(fd, map, size, hz_range_make(off, len), populated);
-	hz_prim_munmap(map, hz_align_up(size, HZ_PAGE_SIZE));
+	hz_prim_munmap(map, hz_align_up(size, HZ_SZ_4K));
 	return ret;
 }
 
@@ -198,9 +198,9 @@ static int prewarm_mapped(int fd, void *map, uint64_t size, bool force,
 		if (hz_exec_cached_bytes(fd, ranges[i].start, len, &cached) == 0)
 			res->cached_before += cached;
 		if (force) {
-			ret = hz_prim_madvise((char *)map + hz_align_down(ranges[i].start, HZ_PAGE_SIZE),
-					      hz_align_up(ranges[i].end, HZ_PAGE_SIZE) -
-						      hz_align_down(ranges[i].start, HZ_PAGE_SIZE),
+			ret = hz_prim_madvise((char *)map + hz_align_down(ranges[i].start, HZ_SZ_4K),
+					      hz_align_up(ranges[i].end, HZ_SZ_4K) -
+						      hz_align_down(ranges[i].start, HZ_SZ_4K),
 					      MADV_POPULATE_READ);
 			done = ret == 0 ? len - cached : 0;
 		} else {
@@ -237,7 +237,7 @@ int hz_exec_prewarm_file(const char *path, bool force, struct hz_prewarm_result 
 	if (ret != 0)
 		goto out;
 	ret = prewarm_mapped(fd, map, size, force, res);
-	hz_prim_munmap(map, hz_align_up(size, HZ_PAGE_SIZE));
+	hz_prim_munmap(map, hz_align_up(size, HZ_SZ_4K));
 	/* What this call read into the cache, headers and the edges of the
 	 * 2 MiB windows included: the I/O it cost. */
 	res->populated = 0;

@@ -57,7 +57,7 @@ size_t hz_exec_anon_thp_unit(void)
  * target modulo 2 MiB. */
 static int map_staging(uintptr_t target, size_t len, void **out)
 {
-	return hz_prim_map_aligned(len, HZ_SIZE_2M, target, PROT_READ | PROT_WRITE,
+	return hz_prim_map_aligned(len, HZ_SZ_2M, target, PROT_READ | PROT_WRITE,
 				   MAP_PRIVATE | MAP_ANONYMOUS, HZ_TRIM_BEST_EFFORT, out);
 }
 

@@ -60,10 +60,10 @@ static int collect_object(struct dl_phdr_info *info, size_t size, void *data)
 		s = &c->out[c->count++];
 		memset(s, 0, sizeof(*s));
 		start = info->dlpi_addr + ph->p_vaddr;
-		s->map.start = hz_align_down(start, HZ_PAGE_SIZE);
-		s->map.end = hz_align_up(start + ph->p_memsz, HZ_PAGE_SIZE);
+		s->map.start = hz_align_down(start, HZ_SZ_4K);
+		s->map.end = hz_align_up(start + ph->p_memsz, HZ_SZ_4K);
 		/* ELF promises p_vaddr == p_offset modulo the page size. */
-		s->file_off = hz_align_down(ph->p_offset, HZ_PAGE_SIZE);
+		s->file_off = hz_align_down(ph->p_offset, HZ_SZ_4K);
 		s->file_len = ph->p_filesz + (start - s->map.start);
 		s->base = info->dlpi_addr;
 		s->name = info->dlpi_name ? info->dlpi_name : "";

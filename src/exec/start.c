@@ -33,7 +33,7 @@ void hz_exec_start(void)
 	mode = hz_exec_mode();
 	if (mode == HZ_EXEC_OFF)
 		return;
-	if (hz_os_page_size() != HZ_PAGE_SIZE) {
+	if (hz_os_page_size() != HZ_SZ_4K) {
 		hz_info("exec: pages are not 4 KiB here; executable text left alone");
 		return;
 	}

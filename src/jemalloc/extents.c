@@ -32,7 +32,6 @@
 #include "prim/prim.h"
 #include "regions.h"
 
-#define PAGE HZ_REGION_PAGE
 /* 64 MiB: jemalloc's first extents for an arena are its metadata (2 MiB)
  * and slabs; one region serves many of them, and a 64 MiB request fits a
  * region alone. */
@@ -138,7 +137,7 @@ static void do_chores(struct chores *c)
 		struct hz_range run = c->purge.run[i];
 		struct hz_region *r = hz_regions_find(run.start);
 
-		hz_regions_unclaim(r, (run.start - r->start) / PAGE, hz_range_len(run) / PAGE,
+		hz_regions_unclaim(r, hz_region_page_of(r, run.start), hz_range_len(run) / HZ_SZ_4K,
 				   false, hz_prim_now_ns());
 	}
 	unlock();
@@ -153,9 +152,9 @@ static struct hz_region *claim_at(unsigned arena, uintptr_t want, size_t n, size
 	struct hz_region *r = hz_regions_find(want);
 
 	if (!r || r->arena != arena || want % align != 0 ||
-	    n > (hz_region_end(r) - want) / PAGE)
+	    n > (r->range.end - want) / HZ_SZ_4K)
 		return NULL;
-	*first = (want - r->start) / PAGE;
+	*first = hz_region_page_of(r, want);
 	return hz_regions_all_free(r, *first, n) ? r : NULL;
 }
 
@@ -165,9 +164,9 @@ static struct hz_region *claim_any(unsigned arena, size_t size, size_t align, si
 {
 	struct hz_region *r = NULL;
 
-	if (size >= HZ_SIZE_2M && align < HZ_SIZE_2M)
-		r = hz_regions_fit(arena, size / PAGE, HZ_SIZE_2M, first);
-	return r ? r : hz_regions_fit(arena, size / PAGE, align, first);
+	if (size >= HZ_SZ_2M && align < HZ_SZ_2M)
+		r = hz_regions_fit(arena, size / HZ_SZ_4K, HZ_SZ_2M, first);
+	return r ? r : hz_regions_fit(arena, size / HZ_SZ_4K, align, first);
 }
 
 /* Map a region for the request and find room in it (or anywhere, if
@@ -191,7 +190,7 @@ static struct hz_region *grow(unsigned arena, size_t size, size_t align, size_t 
 		hz_lock(&lock);
 		return NULL;
 	}
-	return hz_regions_fit(arena, size / PAGE, align, first);
+	return hz_regions_fit(arena, size / HZ_SZ_4K, align, first);
 }
 
 int hz_extents_alloc(unsigned arena, uintptr_t want, size_t size, size_t align,
@@ -203,14 +202,14 @@ int hz_extents_alloc(unsigned arena, uintptr_t want, size_t size, size_t align,
 	enum hz_backing backing;
 	size_t first = 0;
 
-	if (size == 0 || size % PAGE != 0 || !hz_is_pow2(align) || want % PAGE != 0)
+	if (size == 0 || size % HZ_SZ_4K != 0 || !hz_is_pow2(align) || want % HZ_SZ_4K != 0)
 		return -EINVAL;
-	if (align < PAGE)
-		align = PAGE;
+	if (align < HZ_SZ_4K)
+		align = HZ_SZ_4K;
 	must_zero = must_zero || hz_cache_policy()->prezero != HZ_PREZERO_OPT_OFF;
 	hz_lock(&lock);
 	if (want) {
-		r = claim_at(arena, want, size / PAGE, align, &first);
+		r = claim_at(arena, want, size / HZ_SZ_4K, align, &first);
 	} else {
 		r = claim_any(arena, size, align, &first);
 		if (!r)
@@ -220,9 +219,9 @@ int hz_extents_alloc(unsigned arena, uintptr_t want, size_t size, size_t align,
 		unlock();
 		return -ENOMEM;
 	}
-	hz_regions_claim(r, first, size / PAGE, &dirty);
+	hz_regions_claim(r, first, size / HZ_SZ_4K, &dirty);
 	backing = r->backing;
-	*out = r->start + first * PAGE;
+	*out = r->range.start + first * HZ_SZ_4K;
 	decay(&c, hz_prim_now_ns());
 	unlock();
 	do_chores(&c);
@@ -243,12 +242,12 @@ static struct hz_region *held_range(uintptr_t addr, size_t size, size_t *first)
 
 	if (!r)
 		return NULL;
-	if (size == 0 || size % PAGE != 0 || addr % PAGE != 0 ||
-	    size > hz_region_end(r) - addr)
+	if (size == 0 || size % HZ_SZ_4K != 0 || addr % HZ_SZ_4K != 0 ||
+	    size > r->range.end - addr)
 		hz_fatal("jemalloc hook: [%p, +%zu) is not an extent hugezero handed out",
 			 (void *)addr, size);
-	*first = (addr - r->start) / PAGE;
-	if (hz_regions_any_free(r, *first, size / PAGE))
+	*first = hz_region_page_of(r, addr);
+	if (hz_regions_any_free(r, *first, size / HZ_SZ_4K))
 		hz_fatal("jemalloc hook: [%p, +%zu) freed twice", (void *)addr, size);
 	return r;
 }
@@ -289,7 +288,7 @@ int hz_extents_free(uintptr_t addr, size_t size, bool destroy)
 	}
 	now = hz_prim_now_ns();
 	arena = r->arena;
-	hz_regions_unclaim(r, first, size / PAGE, dirty, now);
+	hz_regions_unclaim(r, first, size / HZ_SZ_4K, dirty, now);
 	if (destroy && hz_region_empty(r))
 		c.release[c.releases++] = hz_regions_take_out(r);
 	gone = arena_holds_nothing(arena);
@@ -321,7 +320,7 @@ int hz_extents_find(uintptr_t addr, size_t size, enum hz_backing *backing)
 	hz_lock(&lock);
 	r = hz_regions_find(addr);
 	if (r) {
-		ret = size <= hz_region_end(r) - addr ? 0 : -EINVAL;
+		ret = size <= r->range.end - addr ? 0 : -EINVAL;
 		*backing = r->backing;
 	} else if (size > 0 && hz_regions_find(addr + size - 1)) {
 		ret = -EINVAL;
@@ -340,7 +339,7 @@ int hz_extents_mergeable(uintptr_t a, size_t a_size, uintptr_t b, size_t b_size)
 	rb = hz_regions_find(b);
 	if (!ra && !rb)
 		ret = -ENOENT;
-	else if (ra == rb && a + a_size == b && b_size <= hz_region_end(rb) - b)
+	else if (ra == rb && a + a_size == b && b_size <= rb->range.end - b)
 		ret = 0;
 	else
 		ret = -EXDEV;
@@ -354,14 +353,14 @@ void hz_extents_stats(unsigned arena, struct hz_jemalloc_stats *out)
 	hz_lock(&lock);
 	for (unsigned i = 0; i < hz_region_count; i++) {
 		const struct hz_region *r = &hz_regions[i];
-		size_t bytes = r->pages * PAGE;
+		size_t bytes = hz_range_len(r->range);
 
 		if (arena != HZ_JEMALLOC_ALL_ARENAS && r->arena != arena)
 			continue;
 		out->regions++;
 		out->mapped_bytes += bytes;
-		out->active_bytes += (r->pages - r->free_pages) * PAGE;
-		out->dirty_bytes += r->dirty_pages * PAGE;
+		out->active_bytes += (hz_region_pages(r) - r->free_pages) * HZ_SZ_4K;
+		out->dirty_bytes += r->dirty_pages * HZ_SZ_4K;
 		if (r->backing == HZ_BACKING_THP)
 			out->thp_bytes += bytes;
 		else if (r->backing == HZ_BACKING_SMALL)

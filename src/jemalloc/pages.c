@@ -8,9 +8,8 @@
 #include "prim/memory.h"
 #include "prim/prim.h"
 #include "range.h"
+#include "sizes.h"
 #include "zero.h"
-
-#define SMALL_PAGE ((size_t)4096)
 
 enum { UNKNOWN, DROPS_ZERO, DROPS_KEEP };
 static int drop_probe = UNKNOWN;
@@ -44,7 +43,7 @@ struct pieces {
 static struct pieces cut(enum hz_backing b, uintptr_t start, size_t len)
 {
 	struct hz_range r = hz_range_make(start, len);
-	size_t page = b == HZ_BACKING_SMALL ? SMALL_PAGE : hz_backing_page(b);
+	size_t page = b == HZ_BACKING_SMALL ? HZ_SZ_4K : hz_backing_page(b);
 	uintptr_t lo = hz_align_up(r.start, page), hi = hz_align_down(r.end, page);
 	struct pieces p;
 

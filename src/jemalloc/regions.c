@@ -10,7 +10,6 @@
 #include "prim/memory.h"
 #include "prim/prim.h"
 
-#define PAGE HZ_REGION_PAGE
 /* 1024 regions: new regions are at least an eighth of what is mapped
  * (extents.c), so even 1024 regions of the 64 MiB minimum would be 64 GiB,
  * the default HUGEZERO_RESERVE. */
@@ -31,7 +30,7 @@ struct hz_regions_totals hz_regions_totals;
 static int map_memory(size_t *len, size_t align, uintptr_t *start, enum hz_backing *got)
 {
 	enum hz_backing want = hz_backing_first(*len);
-	size_t unit = hz_backing_page(want) > HZ_SIZE_2M ? hz_backing_page(want) : HZ_SIZE_2M;
+	size_t unit = hz_backing_page(want) > HZ_SZ_2M ? hz_backing_page(want) : HZ_SZ_2M;
 	void *mem;
 	int ret;
 
@@ -66,25 +65,24 @@ int hz_regions_map(unsigned arena, size_t size, size_t align, size_t min_len,
 
 	if (map_memory(&len, align, &start, &r->backing) != 0)
 		return -ENOMEM;
-	words = (len / PAGE + 63) / 64;
+	words = (len / HZ_SZ_4K + 63) / 64;
 	/* Out of band, never in memory a program can scribble on, and never
 	 * through malloc: the hooks run inside jemalloc. */
-	r->map_bytes = hz_align_up(2 * words * sizeof(uint64_t), PAGE);
+	r->map_bytes = hz_align_up(2 * words * sizeof(uint64_t), HZ_SZ_4K);
 	if (hz_prim_mmap(NULL, r->map_bytes, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &maps) != 0) {
 		hz_prim_munmap((void *)start, len);
 		return -ENOMEM;
 	}
-	r->start = start;
-	r->pages = len / PAGE;
+	r->range = hz_range_make(start, len);
 	r->free_map = maps;
 	r->dirty_map = r->free_map + words;
-	r->free_pages = r->pages;
+	r->free_pages = hz_region_pages(r);
 	r->dirty_pages = 0;
 	r->idle_since = 0;
 	r->dirty_since = 0;
 	r->arena = arena;
-	hz_bits_set(r->free_map, 0, r->pages, true); /* fresh: free and zero */
+	hz_bits_set(r->free_map, 0, hz_region_pages(r), true); /* fresh: free and zero */
 	hz_debug("jemalloc arena %u: new %zu MiB region at %p (%s)", arena, len >> 20,
 		 (void *)start, r->backing == HZ_BACKING_SMALL ? "4 KiB pages" : "huge pages");
 	return 0;
@@ -93,7 +91,7 @@ int hz_regions_map(unsigned arena, size_t size, size_t align, size_t min_len,
 void hz_regions_unmap(const struct hz_region *r)
 {
 	/* The whole mapping: hugetlb lengths are whole pages by construction. */
-	hz_prim_munmap((void *)r->start, r->pages * PAGE);
+	hz_prim_munmap((void *)r->range.start, hz_range_len(r->range));
 	hz_prim_munmap(r->free_map, r->map_bytes);
 }
 
@@ -107,9 +105,9 @@ struct hz_region *hz_regions_find(uintptr_t a)
 		unsigned mid = lo + (hi - lo) / 2;
 		struct hz_region *r = &hz_regions[mid];
 
-		if (a < r->start)
+		if (a < r->range.start)
 			hi = mid;
-		else if (a >= hz_region_end(r))
+		else if (a >= r->range.end)
 			lo = mid + 1;
 		else
 			return r;
@@ -123,13 +121,13 @@ int hz_regions_insert(const struct hz_region *n)
 
 	if (hz_region_count == MAX_REGIONS)
 		return -ENOMEM;
-	while (i < hz_region_count && hz_regions[i].start < n->start)
+	while (i < hz_region_count && hz_regions[i].range.start < n->range.start)
 		i++;
 	memmove(&hz_regions[i + 1], &hz_regions[i],
 		(hz_region_count - i) * sizeof(hz_regions[0]));
 	hz_regions[i] = *n;
 	hz_region_count++;
-	hz_regions_totals.mapped_bytes += n->pages * PAGE;
+	hz_regions_totals.mapped_bytes += hz_range_len(n->range);
 	return 0;
 }
 
@@ -141,8 +139,8 @@ struct hz_region hz_regions_take_out(struct hz_region *r)
 	memmove(&hz_regions[i], &hz_regions[i + 1],
 		(hz_region_count - i - 1) * sizeof(hz_regions[0]));
 	hz_region_count--;
-	hz_regions_totals.mapped_bytes -= out.pages * PAGE;
-	hz_regions_totals.dirty_bytes -= out.dirty_pages * PAGE;
+	hz_regions_totals.mapped_bytes -= hz_range_len(out.range);
+	hz_regions_totals.dirty_bytes -= out.dirty_pages * HZ_SZ_4K;
 	return out;
 }
 
@@ -150,19 +148,19 @@ struct hz_region hz_regions_take_out(struct hz_region *r)
 
 static bool fit_in(const struct hz_region *r, size_t n, size_t align, size_t *first)
 {
-	size_t i = 0;
+	size_t i = 0, pages = hz_region_pages(r);
 
 	for (;;) {
 		uintptr_t at;
 		size_t used;
 
-		i = hz_bits_find(r->free_map, i, r->pages, true);
-		if (i == r->pages)
+		i = hz_bits_find(r->free_map, i, pages, true);
+		if (i == pages)
 			return false;
-		at = hz_align_up(r->start + i * PAGE, align);
-		if (at >= hz_region_end(r) || n > (hz_region_end(r) - at) / PAGE)
+		at = hz_align_up(r->range.start + i * HZ_SZ_4K, align);
+		if (at >= r->range.end || n > (r->range.end - at) / HZ_SZ_4K)
 			return false;
-		i = (at - r->start) / PAGE;
+		i = hz_region_page_of(r, at);
 		used = hz_bits_find(r->free_map, i, i + n, false);
 		if (used == i + n) {
 			*first = i;
@@ -210,14 +208,14 @@ void hz_regions_claim(struct hz_region *r, size_t first, size_t n,
 	while ((i = hz_bits_find(r->dirty_map, i, end, true)) < end) {
 		size_t j = hz_bits_find(r->dirty_map, i, end, false);
 
-		add_run(d, (struct hz_range){ r->start + i * PAGE, r->start + j * PAGE });
+		add_run(d, hz_region_run(r, i, j));
 		i = j;
 	}
 	hz_bits_set(r->free_map, first, n, false);
 	hz_bits_set(r->dirty_map, first, n, false);
 	r->free_pages -= n;
 	r->dirty_pages -= dirty;
-	hz_regions_totals.dirty_bytes -= dirty * PAGE;
+	hz_regions_totals.dirty_bytes -= dirty * HZ_SZ_4K;
 }
 
 void hz_regions_unclaim(struct hz_region *r, size_t first, size_t n, bool dirty,
@@ -228,7 +226,7 @@ void hz_regions_unclaim(struct hz_region *r, size_t first, size_t n, bool dirty,
 		hz_bits_set(r->dirty_map, first, n, true);
 		r->dirty_pages += n;
 		r->dirty_since = now;
-		hz_regions_totals.dirty_bytes += n * PAGE;
+		hz_regions_totals.dirty_bytes += n * HZ_SZ_4K;
 	}
 	r->free_pages += n;
 	if (hz_region_empty(r))
@@ -237,19 +235,18 @@ void hz_regions_unclaim(struct hz_region *r, size_t first, size_t n, bool dirty,
 
 void hz_regions_claim_dirty(struct hz_region *r, struct hz_region_runs *out)
 {
-	size_t i = 0;
+	size_t i = 0, pages = hz_region_pages(r);
 
 	while (out->count < HZ_REGION_RUNS &&
-	       (i = hz_bits_find(r->dirty_map, i, r->pages, true)) < r->pages) {
-		size_t j = hz_bits_find(r->dirty_map, i, r->pages, false);
+	       (i = hz_bits_find(r->dirty_map, i, pages, true)) < pages) {
+		size_t j = hz_bits_find(r->dirty_map, i, pages, false);
 
 		hz_bits_set(r->free_map, i, j - i, false);
 		hz_bits_set(r->dirty_map, i, j - i, false);
 		r->free_pages -= j - i;
 		r->dirty_pages -= j - i;
-		hz_regions_totals.dirty_bytes -= (j - i) * PAGE;
-		out->run[out->count++] = (struct hz_range){ r->start + i * PAGE,
-							    r->start + j * PAGE };
+		hz_regions_totals.dirty_bytes -= (j - i) * HZ_SZ_4K;
+		out->run[out->count++] = hz_region_run(r, i, j);
 		i = j;
 	}
 }

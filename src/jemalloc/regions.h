@@ -20,12 +20,10 @@
 
 #include "backing.h"
 #include "range.h"
-
-#define HZ_REGION_PAGE ((size_t)4096)
+#include "sizes.h"
 
 struct hz_region {
-	uintptr_t start;
-	size_t pages;
+	struct hz_range range; /* the mapping */
 	uint64_t *free_map;
 	uint64_t *dirty_map;
 	size_t map_bytes;     /* of the mapping holding both maps */
@@ -47,14 +45,28 @@ extern struct hz_region hz_regions[];
 extern unsigned hz_region_count;
 extern struct hz_regions_totals hz_regions_totals;
 
-static inline uintptr_t hz_region_end(const struct hz_region *r)
+/* Pages of 4 KiB in r: the bits of each map. */
+static inline size_t hz_region_pages(const struct hz_region *r)
 {
-	return r->start + r->pages * HZ_REGION_PAGE;
+	return hz_range_len(r->range) / HZ_SZ_4K;
+}
+
+/* The index of the page holding addr, which r contains. */
+static inline size_t hz_region_page_of(const struct hz_region *r, uintptr_t addr)
+{
+	return (addr - r->range.start) / HZ_SZ_4K;
+}
+
+/* Pages [first, end) of r as addresses. */
+static inline struct hz_range hz_region_run(const struct hz_region *r, size_t first, size_t end)
+{
+	return (struct hz_range){ r->range.start + first * HZ_SZ_4K,
+				  r->range.start + end * HZ_SZ_4K };
 }
 
 static inline bool hz_region_empty(const struct hz_region *r)
 {
-	return r->free_pages == r->pages;
+	return r->free_pages == hz_region_pages(r);
 }
 
 /* Map a new region for arena of at least max(size, min_len) bytes, aligned

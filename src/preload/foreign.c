@@ -50,6 +50,7 @@
 #include "../prim/memory.h"
 #include "../range.h"
 #include "../recycle.h"
+#include "../sizes.h"
 #include "preload.h"
 
 #ifndef MADV_COLD
@@ -68,8 +69,6 @@
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25
 #endif
-
-#define PAGE ((size_t)4096)
 
 static bool active(void)
 {
@@ -160,7 +159,7 @@ HZ_PRIVATE_API void hz_foreign_ioctl_end(unsigned long request, const void *arg,
 static bool all_foreign(uintptr_t a, uintptr_t end)
 {
 	for (uintptr_t g = hz_align_down(a, HZ_GRANULE); g < end; g += HZ_GRANULE) {
-		struct hz_span one = { g, 1, HZ_BACKING_THP };
+		struct hz_span one = { hz_range_make(g, HZ_GRANULE), HZ_BACKING_THP };
 
 		if (hz_blocks_reusable(&one))
 			return false;
@@ -172,9 +171,9 @@ int hz_foreign_unmap(void *addr, size_t len)
 {
 	uintptr_t a = (uintptr_t)addr, end;
 
-	if (!active() || len == 0 || a % PAGE != 0 || len > SIZE_MAX - PAGE)
+	if (!active() || len == 0 || a % HZ_SZ_4K != 0 || len > SIZE_MAX - HZ_SZ_4K)
 		return -EINVAL;
-	len = hz_align_up(len, PAGE);
+	len = hz_align_up(len, HZ_SZ_4K);
 	end = a + len;
 	if (end < a || a < hz_reservation.start || end > hz_reservation.end || !all_foreign(a, end))
 		return -EINVAL;

@@ -10,11 +10,9 @@
 #include "../config.h"
 #include "../recycle.h"
 #include "../range.h"
+#include "../sizes.h"
 #include "../stats.h"
 #include "preload.h"
-
-/* 4 KiB: valloc/pvalloc's page, as glibc uses on x86_64 and most arm64. */
-#define PAGE ((size_t)4096)
 
 /* HUGEZERO_THRESHOLD: one plain load on the small-request path. */
 static inline size_t threshold(void)
@@ -182,7 +180,7 @@ HZ_PRIVATE_API void *hz_preload_memalign(size_t align, size_t size)
 
 HZ_PRIVATE_API void *hz_preload_valloc(size_t size)
 {
-	void *p = aligned_large(PAGE, size);
+	void *p = aligned_large(HZ_SZ_4K, size);
 
 	return p ? p : hz_next.next_valloc(size);
 }
@@ -193,11 +191,11 @@ HZ_PRIVATE_API void *hz_preload_pvalloc(size_t size)
 
 	/* pvalloc rounds the size up to whole pages; blocks are whole
 	 * granules already. */
-	if (size > SIZE_MAX - PAGE) {
+	if (size > SIZE_MAX - HZ_SZ_4K) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	p = aligned_large(PAGE, hz_align_up(size, PAGE));
+	p = aligned_large(HZ_SZ_4K, hz_align_up(size, HZ_SZ_4K));
 	return p ? p : hz_next.next_pvalloc(size);
 }
 

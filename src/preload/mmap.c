@@ -12,6 +12,7 @@
 #include "../prim/memory.h"
 #include "../prim/prim.h"
 #include "../range.h"
+#include "../sizes.h"
 #include "../stats.h"
 #include "foreign.h"
 #include "preload.h"
@@ -23,8 +24,6 @@
 #ifndef MAP_32BIT
 #define MAP_32BIT 0 /* x86_64 only */
 #endif
-
-#define THP_SIZE ((size_t)2 << 20)
 
 /* Only plain requests are aligned. An address (hint or fixed), a stack
  * that grows, hugetlb, and MAP_32BIT are the program's own placement:
@@ -40,7 +39,7 @@ static int wants_alignment(void *addr, size_t len, int prot, int flags)
 	       (flags & MAP_TYPE) == MAP_PRIVATE && !(flags & special) &&
 	       (prot & PROT_WRITE) &&
 	       len >= __atomic_load_n(&hz_config_threshold, __ATOMIC_RELAXED) &&
-	       len <= SIZE_MAX - 2 * THP_SIZE &&
+	       len <= SIZE_MAX - 2 * HZ_SZ_2M &&
 	       __atomic_load_n(&hz_preload_active, __ATOMIC_RELAXED) &&
 	       hz_config()->mmap;
 }
@@ -50,10 +49,10 @@ static int wants_alignment(void *addr, size_t len, int prot, int flags)
  * caller maps the plain request, so no unused piece is left behind. */
 static void *map_aligned(size_t len, int prot, int flags)
 {
-	size_t size = hz_align_up(len, 4096);
+	size_t size = hz_align_up(len, HZ_SZ_4K);
 	void *start;
 
-	if (hz_prim_map_aligned(size, THP_SIZE, 0, prot, flags, HZ_TRIM_OR_FAIL, &start) != 0)
+	if (hz_prim_map_aligned(size, HZ_SZ_2M, 0, prot, flags, HZ_TRIM_OR_FAIL, &start) != 0)
 		return MAP_FAILED;
 	hz_prim_madvise(start, size, MADV_HUGEPAGE);
 	hz_stats_add(mmaps_aligned, 1);

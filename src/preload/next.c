@@ -10,6 +10,7 @@
 
 #include "../prim/prim.h"
 #include "../range.h"
+#include "../sizes.h"
 #include "preload.h"
 
 /* 64 KiB: what dlsym and pthread_atfork ask for during start-up is a few
@@ -103,7 +104,7 @@ static int boot_posix_memalign(void **out, size_t align, size_t size)
 
 static void *boot_valloc(size_t size)
 {
-	return boot_memalign(4096, size);
+	return boot_memalign(HZ_SZ_4K, size);
 }
 
 static size_t boot_usable(void *p)
@@ -207,7 +208,7 @@ static void *emu_memalign(size_t align, size_t size)
 
 static void *emu_valloc(size_t size)
 {
-	return hz_next.next_memalign(4096, size);
+	return hz_next.next_memalign(HZ_SZ_4K, size);
 }
 
 int hz_next_sizes_known;

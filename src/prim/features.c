@@ -7,6 +7,7 @@
 #include "fault.h"
 #include "memory.h"
 #include "prim.h"
+#include "../sizes.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -15,7 +16,7 @@
 #define MADV_COLLAPSE 25
 #endif
 
-#define PROBE_LEN ((size_t)2 << 20)
+#define PROBE_LEN HZ_SZ_2M
 
 /* Run advice on a fresh 2 MiB private mapping; returns madvise's result. */
 static int try_advice(int advice)
@@ -46,7 +47,7 @@ bool hz_feature_collapse(void)
 	if (hz_prim_map_aligned(PROBE_LEN, PROBE_LEN, 0, PROT_READ | PROT_WRITE,
 				MAP_PRIVATE | MAP_ANONYMOUS, HZ_TRIM_OR_FAIL, &mem) != 0)
 		return false;
-	for (size_t off = 0; off < PROBE_LEN; off += 4096)
+	for (size_t off = 0; off < PROBE_LEN; off += HZ_SZ_4K)
 		*((volatile char *)mem + off) = 1;
 	ret = hz_prim_madvise(mem, PROBE_LEN, MADV_COLLAPSE);
 	hz_prim_munmap(mem, PROBE_LEN);
@@ -68,9 +69,9 @@ bool hz_feature_anon_name(void)
 	void *mem;
 	int ret;
 
-	if (hz_prim_mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &mem) != 0)
+	if (hz_prim_mmap(NULL, HZ_SZ_4K, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &mem) != 0)
 		return false;
-	ret = hz_prim_name_mapping(mem, 4096, "hugezero-probe");
-	hz_prim_munmap(mem, 4096);
+	ret = hz_prim_name_mapping(mem, HZ_SZ_4K, "hugezero-probe");
+	hz_prim_munmap(mem, HZ_SZ_4K);
 	return ret == 0;
 }

@@ -1,6 +1,7 @@
 /* Linux system calls used by hugezero. See prim.h for the conventions. */
 #include "prim.h"
 #include "fault.h"
+#include "../sizes.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -294,7 +295,7 @@ uint64_t hz_prim_now_ns(void)
 	/* clock_gettime goes through the vDSO: no system call, no symbol of
 	 * ours. */
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec +
+	return (uint64_t)ts.tv_sec * HZ_NS_PER_SEC + (uint64_t)ts.tv_nsec +
 	       hz_prim_fault_clock_skew();
 }
 
@@ -475,7 +476,7 @@ int hz_prim_move_mapping(void *old, size_t len, void *new_addr)
  * point, and a thread cancelled inside calloc must not be. */
 void hz_prim_sleep_ns(uint64_t ns)
 {
-	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+	struct timespec ts = { (time_t)(ns / HZ_NS_PER_SEC), (long)(ns % HZ_NS_PER_SEC) };
 	int saved = errno;
 
 	syscall(SYS_nanosleep, &ts, NULL);

@@ -7,6 +7,7 @@
 
 #include "fault.h"
 #include "prim.h"
+#include "../sizes.h"
 
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000 /* Linux 4.17 */
@@ -15,13 +16,13 @@
 #define MAP_HUGE_SHIFT 26
 #endif
 
-#define PAGE ((size_t)4096)
 #define ANON (MAP_PRIVATE | MAP_ANONYMOUS)
 /* Holes are refilled 2 MiB at a time, then 4 KiB at a time inside a piece
  * that holds another mapping. */
-#define HOLE_STEP ((size_t)2 << 20)
+#define HOLE_STEP HZ_SZ_2M
 /* 4096 pages (16 MiB) per mincore call: a 4 KiB vector on the stack. */
 #define VEC_PAGES 4096
+#define VEC_BYTES (VEC_PAGES * HZ_SZ_4K)
 
 static uint64_t holes_taken;
 
@@ -119,8 +120,8 @@ static int reserve_holes(uintptr_t start, size_t len, size_t step)
 		size_t n = start + len - at < step ? start + len - at : step;
 		int ret = reserve_noreplace(at, n);
 
-		if (ret == -EEXIST && step > PAGE)
-			ret = reserve_holes(at, n, PAGE);
+		if (ret == -EEXIST && step > HZ_SZ_4K)
+			ret = reserve_holes(at, n, HZ_SZ_4K);
 		if (ret == -EEXIST || err == 0)
 			err = ret;
 	}
@@ -155,8 +156,8 @@ bool hz_prim_all_mapped(uintptr_t start, size_t len)
 {
 	unsigned char vec[VEC_PAGES];
 
-	for (uintptr_t at = start; at < start + len; at += VEC_PAGES * PAGE) {
-		size_t n = start + len - at < VEC_PAGES * PAGE ? start + len - at : VEC_PAGES * PAGE;
+	for (uintptr_t at = start; at < start + len; at += VEC_BYTES) {
+		size_t n = start + len - at < VEC_BYTES ? start + len - at : VEC_BYTES;
 
 		/* madvise fails with ENOMEM on a hole too: asked second, so
 		 * one failure that is not a hole (fault injection) does not
@@ -221,8 +222,8 @@ int hz_prim_residency(uintptr_t start, size_t len, hz_prim_run_fn *fn, void *ctx
 	bool resident = false;
 	int err = 0;
 
-	for (uintptr_t at = start; at < start + len; at += VEC_PAGES * PAGE) {
-		size_t n = start + len - at < VEC_PAGES * PAGE ? start + len - at : VEC_PAGES * PAGE;
+	for (uintptr_t at = start; at < start + len; at += VEC_BYTES) {
+		size_t n = start + len - at < VEC_BYTES ? start + len - at : VEC_BYTES;
 		int ret = hz_prim_mincore((void *)at, n, vec);
 
 		if (ret == -ENOMEM) {
@@ -233,15 +234,15 @@ int hz_prim_residency(uintptr_t start, size_t len, hz_prim_run_fn *fn, void *ctx
 			break;
 		}
 		if (ret != 0) {
-			memset(vec, 1, n / PAGE); /* unknown counts as used */
+			memset(vec, 1, n / HZ_SZ_4K); /* unknown counts as used */
 			err = err ? err : ret;
 		}
-		for (size_t i = 0; i < n / PAGE; i++) {
+		for (size_t i = 0; i < n / HZ_SZ_4K; i++) {
 			bool r = vec[i] & 1;
 
 			if (r == resident)
 				continue;
-			run.end = at + i * PAGE;
+			run.end = at + i * HZ_SZ_4K;
 			if (!hz_range_empty(run))
 				fn(ctx, run, resident);
 			run.start = run.end;
@@ -267,16 +268,16 @@ static int probe_discard(void)
 	int found = PROBED;
 	void *mem;
 
-	if (hz_prim_mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, ANON, -1, 0, &mem) != 0)
+	if (hz_prim_mmap(NULL, 2 * HZ_SZ_4K, PROT_READ | PROT_WRITE, ANON, -1, 0, &mem) != 0)
 		return 0;
 	p = mem;
 	p[0] = 0xab;
-	p[PAGE - 1] = 0xab;
-	if (hz_prim_mincore(mem, 2 * PAGE, vec) == 0 && (vec[0] & 1) && !(vec[1] & 1))
+	p[HZ_SZ_4K - 1] = 0xab;
+	if (hz_prim_mincore(mem, 2 * HZ_SZ_4K, vec) == 0 && (vec[0] & 1) && !(vec[1] & 1))
 		found |= MINCORE_WORKS;
-	if (hz_prim_madvise(mem, PAGE, MADV_DONTNEED) == 0 && p[0] == 0 && p[PAGE - 1] == 0)
+	if (hz_prim_madvise(mem, HZ_SZ_4K, MADV_DONTNEED) == 0 && p[0] == 0 && p[HZ_SZ_4K - 1] == 0)
 		found |= DONTNEED_ZEROES;
-	hz_prim_munmap(mem, 2 * PAGE);
+	hz_prim_munmap(mem, 2 * HZ_SZ_4K);
 	return found;
 }
 

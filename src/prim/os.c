@@ -11,6 +11,7 @@
 #include <sys/auxv.h>
 
 #include "prim.h"
+#include "../sizes.h"
 
 #define THP_DIR "/sys/kernel/mm/transparent_hugepage"
 #define HUGETLB_DIR "/sys/kernel/mm/hugepages"
@@ -72,8 +73,8 @@ static const struct {
 	const char *dir;
 	size_t page_size;
 } pool_dirs[HZ_OS_POOLS] = {
-	[HZ_OS_POOL_1G] = { HUGETLB_DIR "/hugepages-1048576kB", (size_t)1 << 30 },
-	[HZ_OS_POOL_2M] = { HUGETLB_DIR "/hugepages-2048kB", (size_t)2 << 20 },
+	[HZ_OS_POOL_1G] = { HUGETLB_DIR "/hugepages-1048576kB", HZ_SZ_1G },
+	[HZ_OS_POOL_2M] = { HUGETLB_DIR "/hugepages-2048kB", HZ_SZ_2M },
 };
 
 static void read_pools(struct hz_os_pool_info *pools)
@@ -142,7 +143,7 @@ size_t hz_os_page_size(void)
 {
 	unsigned long page = getauxval(AT_PAGESZ); /* a read of memory, no system call */
 
-	return page ? (size_t)page : 4096;
+	return page ? (size_t)page : HZ_SZ_4K;
 }
 
 static void fill(struct hz_os *os)

@@ -1,6 +1,7 @@
 /* Threads: the one place hugezero starts one, and the futex its pre-zero
  * thread sleeps on. See prim.h. */
 #include "prim.h"
+#include "../sizes.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -38,8 +39,8 @@ int hz_prim_thread_start(void *(*fn)(void *), void *arg, size_t stack_size)
 
 int hz_prim_futex_wait(int *word, int expected, uint64_t timeout_ns)
 {
-	struct timespec ts = { (time_t)(timeout_ns / 1000000000u),
-			       (long)(timeout_ns % 1000000000u) };
+	struct timespec ts = { (time_t)(timeout_ns / HZ_NS_PER_SEC),
+			       (long)(timeout_ns % HZ_NS_PER_SEC) };
 	int saved = errno;
 	long ret;
 

@@ -399,20 +399,20 @@ static void make_layout(struct layout *l)
 	int fd;
 
 	/* Anonymous, 2 MiB aligned, hugepage-advised: one PMD THP. */
-	l->thp_len = HZ_SIZE_2M;
-	l->thp = aligned_map(l->thp_len, HZ_SIZE_2M);
+	l->thp_len = HZ_SZ_2M;
+	l->thp = aligned_map(l->thp_len, HZ_SZ_2M);
 	assert_int_equal(madvise(l->thp, l->thp_len, MADV_HUGEPAGE), 0);
 	memset(l->thp, 1, l->thp_len);
 	l->got_thp = smaps_field(l->thp, "AnonHugePages") == l->thp_len;
 	/* Anonymous with THP refused: 4 KiB pages. */
 	l->small_len = 256 << 10;
-	l->small = aligned_map(l->small_len, HZ_SIZE_64K);
+	l->small = aligned_map(l->small_len, HZ_SZ_64K);
 	assert_int_equal(madvise(l->small, l->small_len, MADV_NOHUGEPAGE), 0);
 	memset(l->small, 1, l->small_len);
 	/* A 4 MiB file: prewarmed it is two 2 MiB folios (the kernel places
 	 * file mappings of 2 MiB or more at 2 MiB-aligned addresses); read
 	 * with MADV_RANDOM and no hugepage advice it is 4 KiB pages. */
-	l->file_len = 2 * HZ_SIZE_2M;
+	l->file_len = 2 * HZ_SZ_2M;
 	snprintf(path, sizeof(path), "%s/layout.bin", workdir);
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 	assert_true(fd >= 0);
@@ -499,9 +499,9 @@ static void folios_module_reads_known_layout(void **state)
 	assert_int_equal(c.cont64k, 0);
 
 	/* A range that starts inside a folio: its part is "partial". */
-	scan(0, hz_range_make((uintptr_t)l.file_large + HZ_SIZE_64K, HZ_SIZE_64K), &c);
-	assert_int_equal(c.partial, HZ_SIZE_64K);
-	assert_int_equal(c.cont64k, HZ_SIZE_64K);
+	scan(0, hz_range_make((uintptr_t)l.file_large + HZ_SZ_64K, HZ_SZ_64K), &c);
+	assert_int_equal(c.partial, HZ_SZ_64K);
+	assert_int_equal(c.cont64k, HZ_SZ_64K);
 	free_layout(&l);
 }
 
@@ -602,7 +602,7 @@ static void dlopen_cold_library_advise_gives_80pct_large_folios(void **state)
 	print_counts("hz_exec_dlopen, advise", &c);
 	assert_true(pct(c.cont64k, c.mapped) >= ADVISE_TARGET_PCT);
 	/* The 2 MiB windows inside the text are PMD-mapped folios. */
-	assert_true(c.aligned[9] >= hz_range_len(hz_range_align_in(text_of(advised), HZ_SIZE_2M)));
+	assert_true(c.aligned[9] >= hz_range_len(hz_range_align_in(text_of(advised), HZ_SZ_2M)));
 }
 
 static void direct_link_cold_library_large_after_prewarm_tool(void **state)
@@ -850,7 +850,7 @@ static int remap_dlopen_child(const char *path)
 	unlink(map_path);
 	fprintf(stderr, "  perf map: %ld hzgen_f* lines inside the moved range\n", perf_lines);
 	/* Every function whose start lies in the interior (64 KiB apiece). */
-	CHILD_CHECK(perf_lines >= (long)(hz_range_len(interior) / HZ_SIZE_64K) - 1);
+	CHILD_CHECK(perf_lines >= (long)(hz_range_len(interior) / HZ_SZ_64K) - 1);
 	if (!precise_here()) {
 		fprintf(stderr, "[  SKIP    ] remap coverage: needs root\n");
 		return 0;
@@ -870,7 +870,7 @@ static int remap_dlopen_child(const char *path)
 		(double)c.mapped / (1 << 20), pct(hz_range_len(interior), c.mapped));
 	/* All of the moved interior is in aligned large folios. */
 	CHILD_CHECK(hz_folio_counts_aligned_from(&c, 4) >= hz_range_len(interior));
-	if (unit == HZ_SIZE_64K)
+	if (unit == HZ_SZ_64K)
 		CHILD_CHECK(pct(hz_folio_counts_aligned_from(&c, 4), c.mapped) >= REMAP_TARGET_PCT);
 	else
 		fprintf(stderr, "[  SKIP    ] remap 95%% of the library: needs 64 KiB anonymous "
@@ -926,7 +926,7 @@ static void remap_start_covers_95pct_of_process_text(void **state)
 		return;
 	}
 	print_counts("whole process text, remap", &all);
-	if (hz_exec_anon_thp_unit() != HZ_SIZE_64K) {
+	if (hz_exec_anon_thp_unit() != HZ_SZ_64K) {
 		print_message("[  SKIP    ] remap 95%% of all text: needs 64 KiB anonymous mTHP\n");
 		return;
 	}

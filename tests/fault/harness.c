@@ -172,7 +172,7 @@ unsigned thread_count(void)
 
 static void visit_clean(const struct hz_span *span, bool clean, void *ctx)
 {
-	const unsigned char *p = (const unsigned char *)span->start;
+	const unsigned char *p = (const unsigned char *)span->range.start;
 	unsigned *problems = ctx;
 
 	if (!clean)

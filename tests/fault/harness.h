@@ -16,10 +16,7 @@
 
 #include "preload/preload.h"
 #include "prim/fault.h"
-
-#define KiB ((size_t)1 << 10)
-#define MiB ((size_t)1 << 20)
-#define GiB ((size_t)1 << 30)
+#include "../util.h"
 
 /* Starts hugezero with glibc's functions as the next ones (the test is
  * not preloaded), as the shim does with what dlsym(RTLD_NEXT) finds. */

@@ -20,9 +20,8 @@
 #include "libc_next.h"
 #include "range.h"
 #include "stats.h"
+#include "../util.h"
 
-#define KiB ((size_t)1 << 10)
-#define MiB ((size_t)1 << 20)
 #define THRESHOLD (256 * KiB)
 #define SLOTS 16
 /* 128 MiB live at most, plus the 64 MiB cache (HUGEZERO_CACHE_MAX below):

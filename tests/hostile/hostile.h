@@ -29,22 +29,8 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "../check.h"
 #include "../util.h" /* hz_test_fill, hz_test_check, hz_test_first_nonzero */
-
-#define KiB ((size_t)1 << 10)
-#define MiB ((size_t)1 << 20)
-#define GiB ((size_t)1 << 30)
-
-#define CHECK(cond, ...)                                                      \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, \
-				__LINE__, #cond);                             \
-			fprintf(stderr, __VA_ARGS__);                         \
-			fputc('\n', stderr);                                  \
-			exit(1);                                              \
-		}                                                             \
-	} while (0)
 
 #define SKIP(...)                                                             \
 	do {                                                                  \
@@ -72,7 +58,6 @@ static inline void *hostile_keep(void *p)
 	__asm__ __volatile__("" : "+r"(p) : : "memory");
 	return p;
 }
-
 
 /* Allocate len with malloc (or calloc), check it is zero when calloc'd,
  * write every byte and read it back: the block a new owner gets is plain

@@ -13,9 +13,8 @@
 
 #include "report.h"
 #include "stats.h"
+#include "../util.h"
 
-#define KiB ((size_t)1 << 10)
-#define MiB ((size_t)1 << 20)
 #define ARENA 3100
 
 static void hooks_count_into_the_table_and_the_report(void **state)

@@ -19,10 +19,6 @@
 
 #include "../util.h"
 
-#define KiB ((size_t)1 << 10)
-#define MiB ((size_t)1 << 20)
-#define GiB ((size_t)1 << 30)
-
 /* Index of the first byte of [p, p + len) that is not c, or len. */
 static inline size_t first_not(const void *p, size_t len, unsigned char c)
 {

@@ -28,8 +28,8 @@
 #include "prezero.h"
 #include "recycle.h"
 #include "stats.h"
+#include "../util.h"
 
-#define MiB ((size_t)1 << 20)
 #define DIRTY 0xdb
 /* The thread is held this long at most (ns); each operation must be done
  * well before: 1.5 s is hundreds of times what one takes on this loaded

@@ -13,8 +13,7 @@
 
 #include "blocks.h"
 #include "libc_next.h"
-
-#define MiB ((size_t)1 << 20)
+#include "../util.h"
 
 /* Run hand_out in a child; it must die of SIGABRT after printing a line
  * that contains expect. */
@@ -55,7 +54,7 @@ static void dies_saying(void (*hand_out)(void), const char *expect)
 static void revive_live_block(void)
 {
 	void *p = hz_preload_malloc(8 * MiB);
-	struct hz_span span = { (uintptr_t)p, 4, HZ_BACKING_THP };
+	struct hz_span span = { hz_range_make((uintptr_t)p, 4 * HZ_GRANULE), HZ_BACKING_THP };
 
 	if (p == NULL || !hz_blocks_owns(p))
 		_exit(2);
@@ -65,7 +64,8 @@ static void revive_live_block(void)
 static void revive_unclaimed_span(void)
 {
 	void *p = hz_preload_malloc(8 * MiB); /* a 1 GiB region */
-	struct hz_span span = { hz_reservation.start + ((size_t)512 << 20), 1, HZ_BACKING_THP };
+	struct hz_span span = { hz_range_make(hz_reservation.start + ((size_t)512 << 20), HZ_GRANULE),
+				 HZ_BACKING_THP };
 
 	if (p == NULL)
 		_exit(2);
@@ -75,7 +75,8 @@ static void revive_unclaimed_span(void)
 static void revive_span_outside(void)
 {
 	void *p = hz_preload_malloc(8 * MiB);
-	struct hz_span span = { hz_reservation.end - HZ_GRANULE, 2, HZ_BACKING_THP };
+	struct hz_span span = { hz_range_make(hz_reservation.end - HZ_GRANULE, 2 * HZ_GRANULE),
+				 HZ_BACKING_THP };
 
 	if (p == NULL)
 		_exit(2);

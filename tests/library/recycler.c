@@ -29,8 +29,6 @@
 #include "libc_next.h"
 #include "../util.h"
 
-#define KiB ((size_t)1 << 10)
-#define MiB ((size_t)1 << 20)
 #define THRESHOLD (256 * KiB)
 #define DIRTY 0xdb
 #define THREADS 8

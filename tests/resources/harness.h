@@ -26,26 +26,10 @@
 #include <sys/types.h>
 #include <cmocka.h>
 
+#include "../check.h"
 #include "../util.h"
 
-#define KiB ((size_t)1 << 10)
-#define MiB ((size_t)1 << 20)
-#define GiB ((size_t)1 << 30)
-
 /* ---- inside a scenario ---- */
-
-/* A failed check inside a scenario: say where and why, and exit(1); exit
- * and not _exit, so that hugezero still writes its stats. */
-#define CHECK(cond, ...)                                                      \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, \
-				__LINE__, #cond);                             \
-			fprintf(stderr, __VA_ARGS__);                         \
-			fputc('\n', stderr);                                  \
-			exit(1);                                              \
-		}                                                             \
-	} while (0)
 
 struct scenario {
 	const char *name;
@@ -65,10 +49,8 @@ static inline void *res_keep(void *p)
 	return p;
 }
 
-
 /* Resident bytes of [p, p + len) according to mincore. */
 size_t res_resident(const void *p, size_t len);
-
 
 /* KernelPageSize of the mapping holding p, in bytes (2 MiB for hugetlb,
  * even before a page is touched; 4 KiB for THP and 4 KiB memory), or 0. */

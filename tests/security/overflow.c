@@ -25,9 +25,8 @@
 #include <sys/mman.h>
 #include <cmocka.h>
 
-#define KiB ((size_t)1 << 10)
-#define MiB ((size_t)1 << 20)
-#define GiB ((size_t)1 << 30)
+#include "../util.h"
+
 /* No process holds 2^47 bytes (128 TiB, the x86_64 and 48-bit arm64 user
  * address space): a request at least this large, or aligned this much, can
  * only fail, and must fail exactly as glibc does. */

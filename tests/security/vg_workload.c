@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MiB ((size_t)1 << 20)
+#include "../util.h"
 
 static int failures;
 

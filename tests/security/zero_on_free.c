@@ -20,9 +20,7 @@
 #include <cmocka.h>
 
 #include "secret.h"
-
-#define KiB ((size_t)1 << 10)
-#define MiB ((size_t)1 << 20)
+#include "../util.h"
 
 static const size_t sizes[] = { 2 * MiB, 2 * MiB + 1, 6 * MiB + 4 * KiB, 64 * MiB,
 				 200 * MiB };

@@ -15,9 +15,8 @@
 #include <hugezero/jemalloc.h>
 
 #include "secret.h"
+#include "../util.h"
 
-#define KiB ((size_t)1 << 10)
-#define MiB ((size_t)1 << 20)
 #define ARENA 4001
 
 static bool expect_gone;

@@ -15,8 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define KiB ((size_t)1 << 10)
-#define MiB ((size_t)1 << 20)
+#include "../util.h"
 
 /* The programs' main: with HZ_EXPECT_PRELOAD set, fail unless the preload
  * is there; start the watchdog; run the tests argv[1] matches (all without

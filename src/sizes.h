@@ -1,0 +1,26 @@
+/* The sizes every module speaks of, defined once: the page and huge-page
+ * sizes of x86_64 and arm64 (4 KiB base pages), the cache line, and the
+ * nanoseconds of a second. */
+#ifndef HZ_SIZES_H
+#define HZ_SIZES_H
+
+#include <stddef.h>
+
+#define HZ_KIB ((size_t)1 << 10)
+#define HZ_MIB ((size_t)1 << 20)
+#define HZ_GIB ((size_t)1 << 30)
+
+/* The base page, the contiguous-PTE folio (arm64's contpte, the smallest
+ * mTHP size exec text uses), the PMD huge page and the PUD huge page. */
+#define HZ_SZ_4K (4 * HZ_KIB)
+#define HZ_SZ_64K (64 * HZ_KIB)
+#define HZ_SZ_2M (2 * HZ_MIB)
+#define HZ_SZ_1G HZ_GIB
+
+/* 64 bytes: the line of every x86_64 and arm64 core the clearing kernels
+ * run on (the line-sized stores and CLZERO assume it). */
+#define HZ_CACHE_LINE ((size_t)64)
+
+#define HZ_NS_PER_SEC 1000000000ull
+
+#endif /* HZ_SIZES_H */
