@@ -15,6 +15,7 @@
 
 #include "backing.h"
 #include "bitmap.h"
+#include "blocks_impl.h"
 #include "blocks_region.h"
 #include "blocks_view.h"
 #include "lock.h"
@@ -49,16 +50,6 @@ static struct hz_block_region *region_of(uintptr_t a)
 	struct hz_block_region *r = hz_blocks_region_of(a);
 
 	return r ? r : &no_region;
-}
-
-static size_t index_of(const struct hz_block_region *r, uintptr_t a)
-{
-	return (a - r->range.start) / HZ_GRANULE;
-}
-
-static uintptr_t addr_of(const struct hz_block_region *r, size_t index)
-{
-	return r->range.start + index * HZ_GRANULE;
 }
 
 /* ---- granule bitmaps (callers hold the lock) ---- */
@@ -106,7 +97,7 @@ static int claim_any(size_t n, size_t align, struct hz_block_region **r, size_t 
 	return -ENOMEM;
 }
 
-static void unclaim(struct hz_block_region *r, size_t first, size_t n)
+void hz_blocks_unclaim(struct hz_block_region *r, size_t first, size_t n)
 {
 	hz_lock(&lock);
 	hz_bits_set(r->used, first, n, false);
@@ -116,13 +107,13 @@ static void unclaim(struct hz_block_region *r, size_t first, size_t n)
 /* After mapping granules failed with err: back to the bitmap, unless
  * another mapping took part of their range (-EEXIST, hz_prim_commit): then
  * they stay claimed for good, so no block is ever mapped over it. */
-static void unclaim_after(int err, struct hz_block_region *r, size_t first, size_t n)
+void hz_blocks_unclaim_after(int err, struct hz_block_region *r, size_t first, size_t n)
 {
 	if (err == -EEXIST)
 		hz_debug("%zu MiB at %p hold a mapping not ours: left unused",
-			 n * HZ_GRANULE >> 20, (void *)addr_of(r, first));
+			 n * HZ_GRANULE >> 20, (void *)hz_region_addr(r, first));
 	else
-		unclaim(r, first, n);
+		hz_blocks_unclaim(r, first, n);
 }
 
 /* ---- regions ---- */
@@ -168,7 +159,7 @@ static int grow(size_t n, size_t align, struct hz_block_region **out, size_t *fi
 
 /* Claim n granules aligned to align granules in a region held, or in a new
  * one. */
-static int claim(size_t n, size_t align, struct hz_block_region **r, size_t *first)
+int hz_blocks_claim(size_t n, size_t align, struct hz_block_region **r, size_t *first)
 {
 	int ret;
 
@@ -237,14 +228,14 @@ bool hz_blocks_region(size_t i, struct hz_range *out)
 /* The metadata of the live block starting at p, and its region; stops the
  * program when p is not one (double free, or a pointer into the middle of
  * a block). */
-static struct block_meta *live_block(const void *p, const char *what, struct hz_block_region **r)
+struct block_meta *hz_blocks_live(const void *p, const char *what, struct hz_block_region **r)
 {
 	uintptr_t a = (uintptr_t)p;
 	struct hz_block_region *in = region_of(a);
 	struct block_meta *m;
 
 	if (!hz_range_empty(in->range) && (a - in->range.start) % HZ_GRANULE == 0) {
-		m = &in->meta[index_of(in, a)];
+		m = &in->meta[hz_region_index(in, a)];
 		if (__atomic_load_n(&m->live, __ATOMIC_ACQUIRE)) {
 			if (r)
 				*r = in;
@@ -257,7 +248,7 @@ static struct block_meta *live_block(const void *p, const char *what, struct hz_
 
 /* Round size up to whole pages of the block's backing, failing on
  * overflow. */
-static int block_len(size_t size, size_t page, size_t *len)
+int hz_blocks_len(size_t size, size_t page, size_t *len)
 {
 	if (size > HZ_BLOCK_MAX)
 		return -ENOMEM;
@@ -265,7 +256,7 @@ static int block_len(size_t size, size_t page, size_t *len)
 	return 0;
 }
 
-static size_t unit_of(enum hz_backing b)
+size_t hz_blocks_unit(enum hz_backing b)
 {
 	size_t page = hz_backing_page(b);
 
@@ -275,25 +266,25 @@ static size_t unit_of(enum hz_backing b)
 int hz_blocks_alloc(size_t size, size_t align, void **out)
 {
 	enum hz_backing want = hz_backing_first(size);
-	size_t unit = unit_of(want);
+	size_t unit = hz_blocks_unit(want);
 	struct hz_block_region *r;
 	size_t len, first;
 	enum hz_backing got;
 	struct block_meta *m;
 	int ret;
 
-	if (block_len(size, unit, &len) != 0 || align > HZ_ALIGN_MAX)
+	if (hz_blocks_len(size, unit, &len) != 0 || align > HZ_ALIGN_MAX)
 		return -ENOMEM;
 	if (align < unit)
 		align = unit;
-	ret = claim(len / HZ_GRANULE, align / HZ_GRANULE, &r, &first);
+	ret = hz_blocks_claim(len / HZ_GRANULE, align / HZ_GRANULE, &r, &first);
 	if (ret != 0) {
 		hz_stats_fallback(HZ_FB_RESERVE_FULL);
 		return ret;
 	}
-	ret = hz_backing_map(addr_of(r, first), len, want, &got);
+	ret = hz_backing_map(hz_region_addr(r, first), len, want, &got);
 	if (ret != 0) {
-		unclaim_after(ret, r, first, len / HZ_GRANULE);
+		hz_blocks_unclaim_after(ret, r, first, len / HZ_GRANULE);
 		hz_stats_fallback(HZ_FB_MAP_FAILED);
 		return -ENOMEM;
 	}
@@ -302,7 +293,7 @@ int hz_blocks_alloc(size_t size, size_t align, void **out)
 	m->backing = (uint8_t)got;
 	__atomic_store_n(&m->live, 1, __ATOMIC_RELEASE);
 	hz_stats_live((int64_t)len);
-	*out = (void *)addr_of(r, first);
+	*out = (void *)hz_region_addr(r, first);
 	return 0;
 }
 
@@ -312,7 +303,7 @@ int hz_blocks_alloc(size_t size, size_t align, void **out)
  * drop the memory but keep the granules claimed: reusing them could map
  * over a mapping the kernel placed in a hole, or hand out what the program
  * changed. */
-static void release(uintptr_t start, size_t len)
+void hz_blocks_release_range(uintptr_t start, size_t len)
 {
 	struct hz_block_region *r = region_of(start);
 	bool foreign = hz_blocks_foreign_range(start, len);
@@ -334,12 +325,12 @@ static void release(uintptr_t start, size_t len)
 			 "their address space stays unused", len, (void *)start);
 		return;
 	}
-	unclaim(r, index_of(r, start), len / HZ_GRANULE);
+	hz_blocks_unclaim(r, hz_region_index(r, start), len / HZ_GRANULE);
 }
 
 void hz_blocks_retire(void *p, struct hz_span *span)
 {
-	struct block_meta *m = live_block(p, "free", NULL);
+	struct block_meta *m = hz_blocks_live(p, "free", NULL);
 
 	span->range = hz_range_make((uintptr_t)p, (size_t)m->granules * HZ_GRANULE);
 	span->backing = (enum hz_backing)m->backing;
@@ -367,13 +358,13 @@ static struct hz_block_region *check_hand_out(const struct hz_span *span)
 		hz_fatal("malloc: span %p + %zu granules handed out is not inside hugezero's "
 			 "reservation (recycler bug)", (void *)start, granules);
 	hz_lock(&lock);
-	claimed = hz_bits_get(r->used, index_of(r, start)) &&
-		  hz_bits_get(r->used, index_of(r, end) - 1);
+	claimed = hz_bits_get(r->used, hz_region_index(r, start)) &&
+		  hz_bits_get(r->used, hz_region_index(r, end) - 1);
 	hz_unlock(&lock);
 	if (!claimed)
 		hz_fatal("malloc: span %p + %zu granules handed out is not claimed (recycler bug)",
 			 (void *)start, granules);
-	if (__atomic_load_n(&r->meta[index_of(r, start)].live, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&r->meta[hz_region_index(r, start)].live, __ATOMIC_ACQUIRE))
 		hz_fatal("malloc: block %p handed out while live (recycler bug: handed out twice)",
 			 (void *)start);
 	return r;
@@ -382,7 +373,7 @@ static struct hz_block_region *check_hand_out(const struct hz_span *span)
 void hz_blocks_revive(const struct hz_span *span)
 {
 	struct hz_block_region *r = check_hand_out(span);
-	struct block_meta *m = &r->meta[index_of(r, span->range.start)];
+	struct block_meta *m = &r->meta[hz_region_index(r, span->range.start)];
 
 	m->granules = (uint32_t)hz_span_granules(span);
 	m->backing = (uint8_t)span->backing;
@@ -394,7 +385,7 @@ void hz_blocks_revive(const struct hz_span *span)
 
 void hz_blocks_release_span(const struct hz_span *span)
 {
-	release(span->range.start, hz_span_bytes(span));
+	hz_blocks_release_range(span->range.start, hz_span_bytes(span));
 }
 
 void hz_blocks_free(void *p)
@@ -407,14 +398,13 @@ void hz_blocks_free(void *p)
 
 size_t hz_blocks_usable(const void *p)
 {
-	return (size_t)live_block(p, "malloc_usable_size", NULL)->granules * HZ_GRANULE;
+	return (size_t)hz_blocks_live(p, "malloc_usable_size", NULL)->granules * HZ_GRANULE;
 }
 
-/* Claim the granules right after the block, in its region, and back them. */
-static int grow_in_place(struct hz_block_region *r, size_t first, size_t old_g, size_t new_g,
-			 enum hz_backing backing)
+/* Claim granules [first + old_g, first + new_g) of r, right after a
+ * block, if they are free. */
+int hz_blocks_claim_after(struct hz_block_region *r, size_t first, size_t old_g, size_t new_g)
 {
-	enum hz_backing got;
 	int ret = -ENOMEM;
 
 	hz_lock(&lock);
@@ -424,168 +414,7 @@ static int grow_in_place(struct hz_block_region *r, size_t first, size_t old_g, 
 		ret = 0;
 	}
 	hz_unlock(&lock);
-	if (ret != 0)
-		return ret;
-	ret = hz_backing_map(addr_of(r, first + old_g), (new_g - old_g) * HZ_GRANULE,
-			     backing, &got);
-	if (ret != 0)
-		unclaim_after(ret, r, first + old_g, new_g - old_g);
 	return ret;
-}
-
-/* The moved block's old place stops being live before its granules go
- * back: once they are unclaimed, another thread may make a block there, and
- * clearing the flag after that would clear the new block's (its free would
- * then stop the program as a double free). */
-static void retire_old_place(struct block_meta *old)
-{
-	__atomic_store_n(&old->live, 0, __ATOMIC_RELEASE);
-}
-
-/* Where a block is, or goes: its region and first granule. */
-struct place {
-	struct hz_block_region *r;
-	size_t first;
-};
-
-static uintptr_t place_addr(struct place p)
-{
-	return addr_of(p.r, p.first);
-}
-
-/* Kernels before 5.7: a plain move, which leaves a hole where the block
- * was; its put-back never replaces what another thread mapped there. */
-static int move_leaving_hole(struct place from, size_t old_g, size_t new_g, struct place to,
-			     struct block_meta *old)
-{
-	uintptr_t start = place_addr(from);
-	void *moved;
-	int ret;
-
-	ret = hz_prim_mremap((void *)start, old_g * HZ_GRANULE, new_g * HZ_GRANULE,
-			     MREMAP_MAYMOVE | MREMAP_FIXED, (void *)place_addr(to), &moved);
-	if (ret != 0) {
-		unclaim(to.r, to.first, new_g);
-		return ret;
-	}
-	retire_old_place(old);
-	ret = hz_prim_reserve_hole(start, old_g * HZ_GRANULE);
-	if (ret == 0 || ret == -EEXIST)
-		unclaim_after(ret, from.r, from.first, old_g);
-	return 0;
-}
-
-/* The plain move of move_leaving_hole, after MREMAP_DONTUNMAP was refused. */
-static int move_plain(struct place from, size_t old_g, size_t new_g, size_t unit,
-		      struct block_meta *old, struct place *to)
-{
-	int ret = claim(new_g, unit / HZ_GRANULE, &to->r, &to->first);
-
-	return ret != 0 ? ret : move_leaving_hole(from, old_g, new_g, *to, old);
-}
-
-/* Move the block's page tables to a new, larger place (in any region): map
- * the new tail there, then move the pages with MREMAP_DONTUNMAP, which
- * leaves the old range mapped (and empty) until it is released. No step
- * opens a hole in a region: the kernel could place another mapping in one,
- * and we would take the pointers into it for ours (free would stop the
- * program). */
-static int move_block(struct place from, size_t old_g, size_t new_g, size_t unit,
-		      enum hz_backing backing, struct block_meta *old, struct place *out)
-{
-	uintptr_t start = place_addr(from);
-	size_t old_len = old_g * HZ_GRANULE;
-	bool foreign = hz_blocks_foreign_range(start, old_len);
-	struct place to;
-	enum hz_backing got;
-	void *moved;
-	int ret;
-
-	ret = claim(new_g, unit / HZ_GRANULE, &to.r, &to.first);
-	if (ret != 0)
-		return ret;
-	ret = hz_backing_map(place_addr(to) + old_len, (new_g - old_g) * HZ_GRANULE, backing,
-			     &got);
-	if (ret != 0) {
-		unclaim(to.r, to.first, old_g);
-		unclaim_after(ret, to.r, to.first + old_g, new_g - old_g);
-		return ret;
-	}
-	ret = hz_prim_mremap((void *)start, old_len, old_len,
-			     MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
-			     (void *)place_addr(to), &moved);
-	if (ret != 0) {
-		release(place_addr(to) + old_len, (new_g - old_g) * HZ_GRANULE);
-		unclaim(to.r, to.first, old_g);
-		/* EINVAL: no MREMAP_DONTUNMAP (or not for this memory). */
-		if (ret != -EINVAL || move_plain(from, old_g, new_g, unit, old, &to) != 0)
-			return ret == -EINVAL ? -ENOMEM : ret;
-	} else {
-		retire_old_place(old);
-		release(start, old_len);
-	}
-	/* The pages moved with their mappings' properties (mremap), so the
-	 * mark moves too: claiming the new place cleared it. */
-	if (foreign)
-		hz_blocks_mark_foreign(place_addr(to), old_len);
-	*out = to;
-	return 0;
-}
-
-/* Last resort when the page tables cannot move (mremap of hugetlb memory
- * fails on older kernels): a new block and a copy. */
-static int copy_block(void *p, size_t size, size_t old_g, void **out)
-{
-	void *q;
-
-	if (hz_blocks_alloc(size, HZ_GRANULE, &q) != 0)
-		return -ENOMEM;
-	memcpy(q, p, old_g * HZ_GRANULE);
-	hz_blocks_free(p);
-	hz_stats_add(realloc_copied, 1);
-	*out = q;
-	return 0;
-}
-
-int hz_blocks_resize(void *p, size_t size, void **out)
-{
-	struct hz_block_region *r;
-	struct block_meta *m = live_block(p, "realloc", &r);
-	enum hz_backing backing = (enum hz_backing)m->backing;
-	size_t unit = unit_of(backing);
-	struct place at = { r, index_of(r, (uintptr_t)p) };
-	size_t old_g = m->granules, new_g, len;
-	uintptr_t start = (uintptr_t)p;
-
-	if (block_len(size, unit, &len) != 0)
-		return -ENOMEM;
-	new_g = len / HZ_GRANULE;
-	if (new_g < old_g) {
-		/* Shrink: only the tail's memory goes back. */
-		if (hz_prim_decommit(start + len, (old_g - new_g) * HZ_GRANULE) == 0) {
-			unclaim(r, at.first + new_g, old_g - new_g);
-			m->granules = (uint32_t)new_g;
-			hz_stats_live(-(int64_t)((old_g - new_g) * HZ_GRANULE));
-		}
-		hz_stats_add(realloc_in_place, 1);
-	} else if (new_g > old_g) {
-		if (grow_in_place(r, at.first, old_g, new_g, backing) == 0) {
-			hz_stats_add(realloc_in_place, 1);
-		} else if (move_block(at, old_g, new_g, unit, backing, m, &at) == 0) {
-			/* m stopped being live inside the move (retire_old_place). */
-			m = &at.r->meta[at.first];
-			m->backing = (uint8_t)backing;
-			__atomic_store_n(&m->live, 1, __ATOMIC_RELEASE);
-			start = place_addr(at);
-			hz_stats_add(realloc_moved, 1);
-		} else {
-			return copy_block(p, size, old_g, out);
-		}
-		m->granules = (uint32_t)new_g;
-		hz_stats_live((int64_t)((new_g - old_g) * HZ_GRANULE));
-	}
-	*out = (void *)start;
-	return 0;
 }
 
 void hz_blocks_fork_prepare(void)

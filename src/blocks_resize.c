@@ -1,0 +1,184 @@
+/* Realloc of a block (blocks_resize.c): grow or shrink in place, move the
+ * page tables, or copy. See blocks.h for hz_blocks_resize. */
+#include "blocks.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "backing.h"
+#include "blocks_impl.h"
+#include "prim/memory.h"
+#include "prim/prim.h"
+#include "stats.h"
+
+/* Claim the granules right after the block, in its region, and back them. */
+static int grow_in_place(struct hz_block_region *r, size_t first, size_t old_g, size_t new_g,
+			 enum hz_backing backing)
+{
+	enum hz_backing got;
+	int ret = hz_blocks_claim_after(r, first, old_g, new_g);
+
+	if (ret != 0)
+		return ret;
+	ret = hz_backing_map(hz_region_addr(r, first + old_g), (new_g - old_g) * HZ_GRANULE,
+			     backing, &got);
+	if (ret != 0)
+		hz_blocks_unclaim_after(ret, r, first + old_g, new_g - old_g);
+	return ret;
+}
+
+/* The moved block's old place stops being live before its granules go
+ * back: once they are unclaimed, another thread may make a block there, and
+ * clearing the flag after that would clear the new block's (its free would
+ * then stop the program as a double free). */
+static void retire_old_place(struct block_meta *old)
+{
+	__atomic_store_n(&old->live, 0, __ATOMIC_RELEASE);
+}
+
+/* Where a block is, or goes: its region and first granule. */
+struct place {
+	struct hz_block_region *r;
+	size_t first;
+};
+
+static uintptr_t place_addr(struct place p)
+{
+	return hz_region_addr(p.r, p.first);
+}
+
+/* Kernels before 5.7: a plain move, which leaves a hole where the block
+ * was; its put-back never replaces what another thread mapped there. */
+static int move_leaving_hole(struct place from, size_t old_g, size_t new_g, struct place to,
+			     struct block_meta *old)
+{
+	uintptr_t start = place_addr(from);
+	void *moved;
+	int ret;
+
+	ret = hz_prim_mremap((void *)start, old_g * HZ_GRANULE, new_g * HZ_GRANULE,
+			     MREMAP_MAYMOVE | MREMAP_FIXED, (void *)place_addr(to), &moved);
+	if (ret != 0) {
+		hz_blocks_unclaim(to.r, to.first, new_g);
+		return ret;
+	}
+	retire_old_place(old);
+	ret = hz_prim_reserve_hole(start, old_g * HZ_GRANULE);
+	if (ret == 0 || ret == -EEXIST)
+		hz_blocks_unclaim_after(ret, from.r, from.first, old_g);
+	return 0;
+}
+
+/* The plain move of move_leaving_hole, after MREMAP_DONTUNMAP was refused. */
+static int move_plain(struct place from, size_t old_g, size_t new_g, size_t unit,
+		      struct block_meta *old, struct place *to)
+{
+	int ret = hz_blocks_claim(new_g, unit / HZ_GRANULE, &to->r, &to->first);
+
+	return ret != 0 ? ret : move_leaving_hole(from, old_g, new_g, *to, old);
+}
+
+/* Move the block's page tables to a new, larger place (in any region): map
+ * the new tail there, then move the pages with MREMAP_DONTUNMAP, which
+ * leaves the old range mapped (and empty) until it is released. No step
+ * opens a hole in a region: the kernel could place another mapping in one,
+ * and we would take the pointers into it for ours (free would stop the
+ * program). */
+static int move_block(struct place from, size_t old_g, size_t new_g, size_t unit,
+		      enum hz_backing backing, struct block_meta *old, struct place *out)
+{
+	uintptr_t start = place_addr(from);
+	size_t old_len = old_g * HZ_GRANULE;
+	bool foreign = hz_blocks_foreign_range(start, old_len);
+	struct place to;
+	enum hz_backing got;
+	void *moved;
+	int ret;
+
+	ret = hz_blocks_claim(new_g, unit / HZ_GRANULE, &to.r, &to.first);
+	if (ret != 0)
+		return ret;
+	ret = hz_backing_map(place_addr(to) + old_len, (new_g - old_g) * HZ_GRANULE, backing,
+			     &got);
+	if (ret != 0) {
+		hz_blocks_unclaim(to.r, to.first, old_g);
+		hz_blocks_unclaim_after(ret, to.r, to.first + old_g, new_g - old_g);
+		return ret;
+	}
+	ret = hz_prim_mremap((void *)start, old_len, old_len,
+			     MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
+			     (void *)place_addr(to), &moved);
+	if (ret != 0) {
+		hz_blocks_release_range(place_addr(to) + old_len, (new_g - old_g) * HZ_GRANULE);
+		hz_blocks_unclaim(to.r, to.first, old_g);
+		/* EINVAL: no MREMAP_DONTUNMAP (or not for this memory). */
+		if (ret != -EINVAL || move_plain(from, old_g, new_g, unit, old, &to) != 0)
+			return ret == -EINVAL ? -ENOMEM : ret;
+	} else {
+		retire_old_place(old);
+		hz_blocks_release_range(start, old_len);
+	}
+	/* The pages moved with their mappings' properties (mremap), so the
+	 * mark moves too: claiming the new place cleared it. */
+	if (foreign)
+		hz_blocks_mark_foreign(place_addr(to), old_len);
+	*out = to;
+	return 0;
+}
+
+/* Last resort when the page tables cannot move (mremap of hugetlb memory
+ * fails on older kernels): a new block and a copy. */
+static int copy_block(void *p, size_t size, size_t old_g, void **out)
+{
+	void *q;
+
+	if (hz_blocks_alloc(size, HZ_GRANULE, &q) != 0)
+		return -ENOMEM;
+	memcpy(q, p, old_g * HZ_GRANULE);
+	hz_blocks_free(p);
+	hz_stats_add(realloc_copied, 1);
+	*out = q;
+	return 0;
+}
+
+int hz_blocks_resize(void *p, size_t size, void **out)
+{
+	struct hz_block_region *r;
+	struct block_meta *m = hz_blocks_live(p, "realloc", &r);
+	enum hz_backing backing = (enum hz_backing)m->backing;
+	size_t unit = hz_blocks_unit(backing);
+	struct place at = { r, hz_region_index(r, (uintptr_t)p) };
+	size_t old_g = m->granules, new_g, len;
+	uintptr_t start = (uintptr_t)p;
+
+	if (hz_blocks_len(size, unit, &len) != 0)
+		return -ENOMEM;
+	new_g = len / HZ_GRANULE;
+	if (new_g < old_g) {
+		/* Shrink: only the tail's memory goes back. */
+		if (hz_prim_decommit(start + len, (old_g - new_g) * HZ_GRANULE) == 0) {
+			hz_blocks_unclaim(r, at.first + new_g, old_g - new_g);
+			m->granules = (uint32_t)new_g;
+			hz_stats_live(-(int64_t)((old_g - new_g) * HZ_GRANULE));
+		}
+		hz_stats_add(realloc_in_place, 1);
+	} else if (new_g > old_g) {
+		if (grow_in_place(r, at.first, old_g, new_g, backing) == 0) {
+			hz_stats_add(realloc_in_place, 1);
+		} else if (move_block(at, old_g, new_g, unit, backing, m, &at) == 0) {
+			/* m stopped being live inside the move (retire_old_place). */
+			m = &at.r->meta[at.first];
+			m->backing = (uint8_t)backing;
+			__atomic_store_n(&m->live, 1, __ATOMIC_RELEASE);
+			start = place_addr(at);
+			hz_stats_add(realloc_moved, 1);
+		} else {
+			return copy_block(p, size, old_g, out);
+		}
+		m->granules = (uint32_t)new_g;
+		hz_stats_live((int64_t)((new_g - old_g) * HZ_GRANULE));
+	}
+	*out = (void *)start;
+	return 0;
+}
