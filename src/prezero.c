@@ -347,8 +347,11 @@ static bool take_turn(uint64_t now, struct job **zero, struct job **release, uns
 	HZ_PREZERO_HOOK(HZ_PREZERO_AT_SECTION);
 	/* A batch of slots for decay, one more for a span to zero. */
 	spare = count_jobs(&clean);
-	if (spare > HZ_CACHE_BATCH)
+	if (spare > HZ_CACHE_BATCH) {
 		hz_cache_decay(&cache, now, &decayed);
+		/* Memory the cgroup needs for something else (cache_policy.c). */
+		hz_cache_shrink(&cache, hz_cache_budget_max(cache.budget), &decayed);
+	}
 	for (*n = 0; *n < decayed.count; ++*n) {
 		release[*n] = free_job();
 		release[*n]->span = decayed.spans[*n];
@@ -358,7 +361,11 @@ static bool take_turn(uint64_t now, struct job **zero, struct job **release, uns
 	clean += cache.clean_bytes;
 	if (now < __atomic_load_n(&paused_until, __ATOMIC_RELAXED)) {
 		/* starved: rest */
-	} else if (clean < calloc_demand) {
+	} else if (clean < calloc_demand &&
+		   hz_cache_budget_max(cache.budget) >= hz_cache_policy()->cache_max) {
+		/* Not while the memory cgroup has lowered the budget: a span
+		 * held here could not be dropped for a fresh block
+		 * (cache_policy.c), and calloc zeroes its own. */
 		i = hz_cache_first_dirty(&cache);
 		if (i >= 0 && (*zero = free_job()) != NULL) {
 			(*zero)->span = hz_cache_remove(&cache, (unsigned)i).span;
@@ -415,6 +422,7 @@ static void *prezero_main(void *arg)
 
 		hz_prezero_share_help();
 		return_kept();
+		hz_cache_budget_refresh(0); /* outside the turn: it reads files */
 		if (!take_turn(hz_prim_now_ns(), &zero, release, &n)) {
 			hz_prim_sleep_ns(RETRY_NS);
 			continue;
