@@ -51,6 +51,10 @@ HZ_PRIVATE_API void *hz_preload_mmap(hz_resolve_fn r, void *addr, size_t len,
 HZ_PRIVATE_API int hz_preload_munmap(hz_resolve_fn r, void *addr, size_t len);
 HZ_PRIVATE_API void *hz_preload_mremap(hz_resolve_fn r, void *old, size_t old_len,
 				       size_t new_len, int flags, void *new_addr);
+/* unshare and setns (ns.c): the pre-zero thread is stopped, then real
+ * (the next library's, never NULL unless dlsym failed: ENOSYS) called. */
+HZ_PRIVATE_API int hz_preload_unshare(int (*real)(int), int flags);
+HZ_PRIVATE_API int hz_preload_setns(int (*real)(int, int), int fd, int nstype);
 /* Called by the shim's constructor: start-up before main. */
 HZ_PRIVATE_API void hz_preload_start(hz_resolve_fn r);
 /* Called by the shim's destructor: the exit report. */

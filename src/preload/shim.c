@@ -120,3 +120,29 @@ __attribute__((destructor)) static void preload_stop(void)
 {
 	hz_preload_exit();
 }
+
+/* ---- namespaces (ns.c): the pre-zero thread stops first ---- */
+
+EXPORT int unshare(int flags)
+{
+	static int (*real)(int);
+	int (*fn)(int) = __atomic_load_n(&real, __ATOMIC_RELAXED);
+
+	if (fn == NULL) {
+		fn = (int (*)(int))dlsym(RTLD_NEXT, "unshare");
+		__atomic_store_n(&real, fn, __ATOMIC_RELAXED);
+	}
+	return hz_preload_unshare(fn, flags);
+}
+
+EXPORT int setns(int fd, int nstype)
+{
+	static int (*real)(int, int);
+	int (*fn)(int, int) = __atomic_load_n(&real, __ATOMIC_RELAXED);
+
+	if (fn == NULL) {
+		fn = (int (*)(int, int))dlsym(RTLD_NEXT, "setns");
+		__atomic_store_n(&real, fn, __ATOMIC_RELAXED);
+	}
+	return hz_preload_setns(fn, fd, nstype);
+}
