@@ -72,43 +72,94 @@ int hz_backing_thp_usable(void)
 	return thp_enabled() && !thp_disabled_here();
 }
 
+/* auto never picks hugetlb. hugetlb memory differs from what glibc gives
+ * in ways a program can see: a private hugetlb block shared with a fork
+ * child copies on write from the pool, and when the pool is short the
+ * kernel sends SIGBUS (to the child, or unmaps the page from it when the
+ * parent writes first); MADV_DONTNEED, mprotect and munmap work only in
+ * whole huge pages (EINVAL on a 4 KiB range); the hugetlb cgroup charges
+ * at fault time (Kubernetes sets hugetlb.<size>.max = 0 for every pod
+ * that requests no huge pages). So hugetlb is used only when asked for
+ * (HUGEZERO_BACKING=hugetlb2m or hugetlb1g); README, "Containers". */
 enum hz_backing hz_backing_first(size_t len)
 {
+	(void)len;
 	switch (hz_config()->backing) {
 	case HZ_BACKING_OPT_NONE:
 		return HZ_BACKING_SMALL;
-	case HZ_BACKING_OPT_THP:
-		return HZ_BACKING_THP;
 	case HZ_BACKING_OPT_HUGETLB2M:
 		return HZ_BACKING_HUGETLB2M;
 	case HZ_BACKING_OPT_HUGETLB1G:
 		return HZ_BACKING_HUGETLB1G;
+	case HZ_BACKING_OPT_THP:
 	case HZ_BACKING_OPT_AUTO:
 	default:
-		/* auto: 1 GiB pages only for blocks that fill one and only when
-		 * the pool can hold them; otherwise let the 2 MiB pool decide. */
-		if (len >= HZ_SZ_1G && pool_fits(HZ_BACKING_HUGETLB1G, len))
-			return HZ_BACKING_HUGETLB1G;
-		return HZ_BACKING_HUGETLB2M;
+		return HZ_BACKING_THP;
 	}
 }
 
-/* hugetlb is never mapped MAP_NORESERVE (hz_prim_commit): an empty pool
- * must fail here, as an mmap error, and not later as a SIGBUS in the
- * program. */
+/* The hugetlb cgroup, found again at most every second (a process can be
+ * moved); one thread at a time updates the copy, others find their own. */
+#define CGROUP_FIND_NS 1000000000ull
+
+static int find_hugetlb_cgroup(struct hz_os_cgroup *out)
+{
+	static struct hz_os_cgroup cg;
+	static uint64_t found_at;
+	static int busy, found;
+	uint64_t now = hz_prim_now_ns();
+	int ret = 0;
+
+	if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
+		return hz_os_cgroup_find("hugetlb", out);
+	if (found_at == 0 || now - found_at >= CGROUP_FIND_NS) {
+		found = hz_os_cgroup_find("hugetlb", &cg) == 0;
+		found_at = now;
+	}
+	if (found)
+		*out = cg;
+	else
+		ret = -ENOENT;
+	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+	return ret;
+}
+
+/* Whether the hugetlb cgroup allows len more bytes of b's pages (fault and
+ * reservation limits, every ancestor): read now, limits change. No cgroup
+ * with the controller: allowed. */
+static bool cgroup_allows(enum hz_backing b, size_t len)
+{
+	struct hz_os_cgroup cg;
+	uint64_t room;
+
+	if (find_hugetlb_cgroup(&cg) != 0)
+		return true;
+	hz_os_hugetlb_room(&cg, hz_backing_page(b), &room); /* a failed read: 0 */
+	return room >= len;
+}
+
+/* hugetlb is never mapped MAP_NORESERVE, and every page is faulted in at
+ * map time (hz_prim_commit_populated): an empty pool or a cgroup limit
+ * fails here, as an mmap or populate error, never later as a SIGBUS in the
+ * program. Checking pool and cgroup first only saves the failed attempt. */
 static int map_hugetlb(enum hz_backing b, uintptr_t start, size_t len)
 {
-	bool advised;
 	int ret;
 
 	if (!pool_fits(b, len)) {
 		hz_stats_fallback(HZ_FB_POOL_EMPTY);
 		return -ENOMEM;
 	}
-	ret = hz_prim_commit(start, len, pools[b].pages, &advised);
+	if (!cgroup_allows(b, len)) {
+		hz_stats_fallback(HZ_FB_HUGETLB_FAILED);
+		hz_debug("the hugetlb cgroup allows fewer than %zu bytes of %s; falling back", len,
+			 hz_backing_name(b));
+		return -ENOMEM;
+	}
+	ret = hz_prim_commit_populated(start, len, pools[b].pages);
 	if (ret != 0) {
 		hz_stats_fallback(HZ_FB_HUGETLB_FAILED);
-		hz_debug("hugetlb %s mmap of %zu bytes failed (%d); falling back",
+		hz_debug("hugetlb %s mapping of %zu bytes failed (%d); falling back",
 			 hz_backing_name(b), len, ret);
 	}
 	return ret;

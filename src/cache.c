@@ -82,7 +82,7 @@ void hz_cache_decay(struct hz_cache *c, uint64_t now, struct hz_cache_batch *b)
 
 static bool over_budget(const struct hz_cache *c, size_t bytes)
 {
-	return hz_cache_budget_used(c->budget) + bytes > c->budget->max;
+	return hz_cache_budget_used(c->budget) + bytes > hz_cache_budget_max(c->budget);
 }
 
 /* Adjacent spans of one region sit in one contiguous stretch of address
@@ -97,7 +97,7 @@ void hz_cache_add(struct hz_cache *c, struct hz_cache_entry e, struct hz_cache_b
 		struct hz_cache_entry *n = &c->entries[i];
 
 		if (n->span.backing != e.span.backing || n->clean != e.clean ||
-		    hz_span_bytes(&n->span) + bytes > c->budget->max)
+		    hz_span_bytes(&n->span) + bytes > hz_cache_budget_max(c->budget))
 			continue;
 		if (hz_range_adjacent(n->span.range, e.span.range) &&
 		    hz_blocks_same_region(n->span.range.start, e.span.range.start)) {

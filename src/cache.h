@@ -56,6 +56,29 @@ static inline size_t hz_cache_budget_used(const struct hz_cache_budget *b)
 	return __atomic_load_n(&b->used, __ATOMIC_RELAXED);
 }
 
+/* The max, which the memory cgroup's room lowers (cache_policy.c). */
+static inline size_t hz_cache_budget_max(const struct hz_cache_budget *b)
+{
+	return __atomic_load_n(&b->max, __ATOMIC_RELAXED);
+}
+
+/* Memory cgroups (cache_policy.c says how). At a cache insert of adding
+ * bytes, outside the table: the budget's max becomes what fits below the
+ * cgroup's limit less a headroom (read at most every 10 ms; never more
+ * than cache_max). */
+void hz_cache_budget_refresh(size_t adding);
+
+/* Before a fresh block of fresh bytes is mapped, outside the table: how
+ * many cached bytes must be dropped first for it to fit below the limit
+ * with the headroom left (0: none); the budget's max is lowered to match.
+ * Cached bytes need not be resident, so after dropping the caller asks
+ * again (again: the cgroup is read now). Never blocks: 0 while another
+ * thread reads the cgroup. */
+size_t hz_cache_budget_excess(size_t fresh, bool again);
+
+/* Fork child: a read another thread had in progress is over. */
+void hz_cache_policy_fork_child(void);
+
 /* ---- the table ---- */
 
 /* 1024 spans: the default 1 GiB cache holds at most 512 blocks of 2 MiB. */
@@ -125,6 +148,10 @@ int hz_cache_first_dirty(const struct hz_cache *c);
  * the table would overflow; when the budget is still short with the table
  * empty (another cache holds the rest), the span itself goes into b. */
 void hz_cache_add(struct hz_cache *c, struct hz_cache_entry e, struct hz_cache_batch *b);
+
+/* Move the oldest entries into b until the table holds keep bytes or
+ * less, or b is full (never flushed: the pre-zero thread uses it too). */
+void hz_cache_shrink(struct hz_cache *c, size_t keep, struct hz_cache_batch *b);
 
 /* Move entries idle for decay_ns or more at now into b, until b is full. */
 void hz_cache_decay(struct hz_cache *c, uint64_t now, struct hz_cache_batch *b);

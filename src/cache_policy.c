@@ -1,14 +1,67 @@
-/* The cache policy and the one budget. See cache.h. */
+/* The cache policy and the one budget. See cache.h.
+ *
+ * Containers. Freed blocks in the cache are resident memory charged to the
+ * process's memory cgroup, and without swap the kernel cannot reclaim
+ * them: when a cgroup at its limit must fault in more, it kills. glibc
+ * gives a large block back at free, so a program that fits under its
+ * limit with glibc must fit with the cache too. So the cache keeps
+ * HEADROOM below the cgroup's limit (the lowest of its and its ancestors',
+ * against their usage less inactive page cache, os.h):
+ *  - at each insert (free) the budget becomes what fits in the room left,
+ *    read at most every MEMCG_READ_NS;
+ *  - before a fresh block is mapped (a miss), the cache drops the oldest
+ *    blocks it must so that the block, written in full, still fits: the
+ *    room is read again, or estimated from the last read less the fresh
+ *    bytes handed out since;
+ *  - the pre-zero thread, on its tick, drops what no longer fits (memory
+ *    taken by other means: small allocations, page cache, other processes
+ *    of the cgroup).
+ * Headroom, and not PSI or memory.events: both are cgroup v2 only (this
+ * project's machines run v1 memory controllers too), and both report
+ * pressure after reclaim has started; with anonymous memory and no swap
+ * the kill follows within milliseconds (README, "Containers"). */
 #include "cache.h"
 
 #include <pthread.h>
 
 #include "config.h"
+#include "prim/os.h"
 #include "prim/prim.h"
+
+/* 10 ms between reads of the cgroup's usage: one read is 3-12 small file
+ * reads, 25-90 us here (2 vCPUs, loaded); a fresh large block costs more
+ * than that to fault in, and every read in between is estimated. */
+#define MEMCG_READ_NS 10000000ull
+/* 1 s between lookups of the cgroup itself (/proc/self/cgroup and
+ * mountinfo, 150-300 us): a process is moved rarely, a limit may be set on
+ * a cgroup that had none. */
+#define MEMCG_FIND_NS 1000000000ull
+/* Headroom: 1/8 of the limit, at least 16 MiB, at most 512 MiB. It covers
+ * what the cgroup charges besides our blocks between two reads (kernel
+ * memory, page tables, the program's small allocations, page cache
+ * reclaim cannot take at once) and what zeroing a cached span faults in
+ * (its never-written tail). Measured in a 1 GiB v1 cgroup
+ * (memory_cgroup_1g_two_live_blocks_replaced_40_times_finishes): usage
+ * peaked 24-45 MiB above the last reading, so 1/16 (64 MiB) left as
+ * little as 24 MiB; 1/8 leaves about 80. */
+#define HEADROOM_DIV 8
+#define HEADROOM_MIN ((uint64_t)16 << 20)
+#define HEADROOM_MAX ((uint64_t)512 << 20)
 
 static struct hz_cache_policy policy;
 static struct hz_cache_budget budget;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* The memory cgroup, read by one thread at a time (busy: others use the
+ * last values, in the atomics below). */
+static struct {
+	int busy;
+	struct hz_os_cgroup cg;
+	bool found;
+	uint64_t found_at, read_at; /* ns */
+	uint64_t limit, room;       /* of the last read */
+	uint64_t fresh_since;       /* fresh bytes handed out since it */
+} memcg;
 
 /* Every option the caches use, read in one place. */
 static void build(struct hz_cache_policy *p)
@@ -43,4 +96,130 @@ struct hz_cache_budget *hz_cache_budget(void)
 {
 	pthread_once(&once, init);
 	return &budget;
+}
+
+/* ---- the memory cgroup ---- */
+
+static uint64_t headroom(uint64_t limit)
+{
+	uint64_t h = limit / HEADROOM_DIV;
+
+	return h < HEADROOM_MIN ? HEADROOM_MIN : h > HEADROOM_MAX ? HEADROOM_MAX : h;
+}
+
+/* Read the cgroup again if due (or when force), with memcg held. */
+static void read_memcg(uint64_t now, bool force)
+{
+	struct hz_os_memcg m;
+
+	if (!memcg.found || now - memcg.found_at >= MEMCG_FIND_NS) {
+		memcg.found = hz_os_cgroup_find("memory", &memcg.cg) == 0;
+		memcg.found_at = now;
+		force = true;
+	}
+	/* Without a limit, only a new one can matter: checked as rarely as
+	 * the lookup. */
+	if (!force && now - memcg.read_at <
+			      (memcg.limit == HZ_OS_UNLIMITED ? MEMCG_FIND_NS : MEMCG_READ_NS))
+		return;
+	if (!memcg.found || hz_os_memcg_read(&memcg.cg, &m) != 0)
+		m.limit = m.room = HZ_OS_UNLIMITED;
+	__atomic_store_n(&memcg.limit, m.limit, __ATOMIC_RELAXED);
+	memcg.room = m.room;
+	memcg.fresh_since = 0;
+	memcg.read_at = now;
+}
+
+static bool memcg_enter(void)
+{
+	return !__atomic_exchange_n(&memcg.busy, 1, __ATOMIC_ACQUIRE);
+}
+
+static void memcg_leave(void)
+{
+	__atomic_store_n(&memcg.busy, 0, __ATOMIC_RELEASE);
+}
+
+/* What the cgroup can still take, estimated, with memcg held. */
+static uint64_t room_now(void)
+{
+	return memcg.room > memcg.fresh_since ? memcg.room - memcg.fresh_since : 0;
+}
+
+/* The budget's max: the policy's, or less when cached + adding bytes
+ * would leave less than the headroom in the cgroup. */
+static void set_max(size_t adding)
+{
+	uint64_t cached = hz_cache_budget_used(&budget), fits, room = room_now();
+	uint64_t h = headroom(memcg.limit);
+
+	if (memcg.limit == HZ_OS_UNLIMITED || room == HZ_OS_UNLIMITED) {
+		__atomic_store_n(&budget.max, policy.cache_max, __ATOMIC_RELAXED);
+		return;
+	}
+	/* The blocks are charged already: keeping them costs no room. */
+	fits = cached + adding + room > h ? cached + adding + room - h : 0;
+	__atomic_store_n(&budget.max, fits < policy.cache_max ? (size_t)fits : policy.cache_max,
+			 __ATOMIC_RELAXED);
+}
+
+void hz_cache_budget_refresh(size_t adding)
+{
+	uint64_t now;
+
+	pthread_once(&once, init);
+	if (!memcg_enter())
+		return;
+	now = hz_prim_now_ns();
+	read_memcg(now, false);
+	set_max(adding);
+	memcg_leave();
+}
+
+size_t hz_cache_budget_excess(size_t fresh, bool again)
+{
+	uint64_t cached, room, need, now;
+	size_t excess = 0;
+
+	pthread_once(&once, init);
+	if (!memcg_enter())
+		return 0;
+	now = hz_prim_now_ns();
+	cached = hz_cache_budget_used(&budget);
+	read_memcg(now, again);
+	/* Nothing to drop: only the estimate needs the block. */
+	if (cached > 0 && memcg.limit != HZ_OS_UNLIMITED) {
+		need = fresh + headroom(memcg.limit);
+		if (room_now() < need && !again)
+			read_memcg(now, true); /* sure before dropping */
+		room = room_now();
+		/* Cached bytes need not be resident (a span the pre-zero
+		 * thread dropped): the caller drops, and asks again. */
+		if (room < need)
+			excess = (size_t)(need - room < cached ? need - room : cached);
+	}
+	memcg.fresh_since += fresh;
+	if (excess)
+		__atomic_store_n(&budget.max, (size_t)(cached - excess), __ATOMIC_RELAXED);
+	memcg_leave();
+	return excess;
+}
+
+void hz_cache_shrink(struct hz_cache *c, size_t keep, struct hz_cache_batch *b)
+{
+	while (c->count > 0 && c->bytes > keep && b->count < HZ_CACHE_BATCH) {
+		unsigned oldest = 0;
+
+		for (unsigned i = 1; i < c->count; i++)
+			if (c->entries[i].idle_since < c->entries[oldest].idle_since)
+				oldest = i;
+		struct hz_cache_entry e = hz_cache_remove(c, oldest);
+
+		b->spans[b->count++] = e.span;
+	}
+}
+
+void hz_cache_policy_fork_child(void)
+{
+	memcg.busy = 0;
 }

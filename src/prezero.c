@@ -45,6 +45,7 @@
 #include "lock.h"
 #include "log.h"
 #include "prim/memory.h"
+#include "prim/os.h"
 #include "prim/prim.h"
 #include "sizes.h"
 #include "stats.h"
@@ -104,8 +105,10 @@ static struct job jobs[JOBS];
 /* Read and written only in the thread's turns and inside the guard. */
 static size_t calloc_demand;
 
-/* The thread. */
+/* The thread. stop asks it to end (hz_prezero_stop); tid is its kernel id
+ * while it runs, exited set once it has left its loop. */
 static int thread_started, thread_failed;
+static int stop, tid, exited;
 static int wake_seq, sleeping;
 static uint64_t paused_until; /* until when (ns) a starved thread rests */
 
@@ -220,6 +223,7 @@ bool hz_prezero_can_help(void)
 {
 	return hz_prezero_mode() == HZ_PREZERO_OPT_THREAD &&
 	       __atomic_load_n(&thread_started, __ATOMIC_ACQUIRE) &&
+	       !__atomic_load_n(&stop, __ATOMIC_ACQUIRE) &&
 	       hz_prim_now_ns() >= __atomic_load_n(&paused_until, __ATOMIC_RELAXED);
 }
 
@@ -289,7 +293,8 @@ static size_t zero_span(struct job *j, struct hz_span *s, enum hz_zero_method m)
 		hz_zero_with(s->range.start, top, 0, m, how);
 		top = 0;
 	}
-	while (top > 0 && __atomic_load_n(&j->state, __ATOMIC_ACQUIRE) != JOB_CLAIMED) {
+	while (top > 0 && __atomic_load_n(&j->state, __ATOMIC_ACQUIRE) != JOB_CLAIMED &&
+	       !__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
 		size_t unit = top < unit_max ? top : unit_max;
 		uint64_t u0 = hz_prim_now_ns();
 		size_t w;
@@ -366,8 +371,11 @@ static bool take_turn(uint64_t now, struct job **zero, struct job **release, uns
 	HZ_PREZERO_HOOK(HZ_PREZERO_AT_SECTION);
 	/* A batch of slots for decay, one more for a span to zero. */
 	spare = count_jobs(&clean);
-	if (spare > HZ_CACHE_BATCH)
+	if (spare > HZ_CACHE_BATCH) {
 		hz_cache_decay(&cache, now, &decayed);
+		/* Memory the cgroup needs for something else (cache_policy.c). */
+		hz_cache_shrink(&cache, hz_cache_budget_max(cache.budget), &decayed);
+	}
 	for (*n = 0; *n < decayed.count; ++*n) {
 		release[*n] = free_job();
 		release[*n]->span = decayed.spans[*n];
@@ -377,7 +385,11 @@ static bool take_turn(uint64_t now, struct job **zero, struct job **release, uns
 	clean += cache.clean_bytes;
 	if (now < __atomic_load_n(&paused_until, __ATOMIC_RELAXED)) {
 		/* starved: rest */
-	} else if (clean < calloc_demand) {
+	} else if (clean < calloc_demand &&
+		   hz_cache_budget_max(cache.budget) >= hz_cache_policy()->cache_max) {
+		/* Not while the memory cgroup has lowered the budget: a span
+		 * held here could not be dropped for a fresh block
+		 * (cache_policy.c), and calloc zeroes its own. */
 		i = hz_cache_first_dirty(&cache);
 		if (i >= 0 && (*zero = free_job()) != NULL) {
 			(*zero)->span = hz_cache_remove(&cache, (unsigned)i).span;
@@ -426,14 +438,17 @@ static void sleep_until_woken(int seq)
 static void *prezero_main(void *arg)
 {
 	(void)arg;
+	__atomic_store_n(&tid, hz_prim_gettid(), __ATOMIC_RELEASE);
 	hz_prim_lower_thread_priority();
-	for (;;) {
+	/* Stopped at the top of the loop only: no span is held there. */
+	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
 		int seq = __atomic_load_n(&wake_seq, __ATOMIC_ACQUIRE);
 		struct job *zero, *release[HZ_CACHE_BATCH];
 		unsigned n;
 
 		hz_prezero_share_help();
 		return_kept();
+		hz_cache_budget_refresh(0); /* outside the turn: it reads files */
 		if (!take_turn(hz_prim_now_ns(), &zero, release, &n)) {
 			hz_prim_sleep_ns(RETRY_NS);
 			continue;
@@ -445,6 +460,7 @@ static void *prezero_main(void *arg)
 		else
 			sleep_until_woken(seq);
 	}
+	__atomic_store_n(&exited, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -458,6 +474,47 @@ static void start_thread(void)
 		hz_info("could not start the pre-zero thread; calloc zeroes instead");
 		__atomic_store_n(&thread_failed, 1, __ATOMIC_RELEASE);
 	}
+}
+
+/* ---- when the thread runs ----
+ *
+ * It starts at the first free of a dirty block (it also gives idle blocks'
+ * memory back, which an idle program never would), so a single-threaded
+ * program becomes multi-threaded then. What a program can only do while
+ * single-threaded is unshare(CLONE_NEWUSER) and setns into a user or
+ * mount namespace (EINVAL otherwise): the preload interposes unshare and
+ * setns (src/preload/ns.c) and stops the thread first; the next free
+ * starts it again. Programs that make the system call directly are not
+ * seen (README, "Containers"). */
+
+/* 1 s: the thread leaves at its next unit or wake-up, microseconds on a
+ * free core; the caller sleeps meanwhile, so even at idle priority it gets
+ * the CPU. */
+#define STOP_WAIT_NS 1000000000ull
+
+int hz_prezero_stop(void)
+{
+	uint64_t deadline;
+	int id;
+
+	if (!__atomic_load_n(&thread_started, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&thread_failed, __ATOMIC_ACQUIRE))
+		return 0;
+	__atomic_store_n(&stop, 1, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&wake_seq, 1, __ATOMIC_SEQ_CST);
+	hz_prim_futex_wake(&wake_seq, 1);
+	if (!hz_prezero_wait(&exited, ~0, 1, STOP_WAIT_NS))
+		return -EBUSY; /* it ends later: stop stays set */
+	/* Out of its loop; now out of the kernel's thread group. */
+	id = __atomic_load_n(&tid, __ATOMIC_ACQUIRE);
+	deadline = hz_prim_now_ns() + STOP_WAIT_NS;
+	while (!hz_os_thread_gone(id) && hz_prim_now_ns() < deadline)
+		hz_prim_sleep_ns(20000);
+	__atomic_store_n(&tid, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&exited, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&stop, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&thread_started, 0, __ATOMIC_RELEASE);
+	return 0;
 }
 
 void hz_prezero_wake(void)
@@ -604,6 +661,7 @@ void hz_prezero_fork_child(void)
 	thread_in = 0;
 	stalled_turn = ~0u;
 	thread_started = 0;
+	stop = tid = exited = 0;
 	wake_seq = 0;
 	sleeping = 0;
 	if (fork_suspect) {

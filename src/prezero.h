@@ -36,6 +36,12 @@ void hz_prezero_note_calloc(size_t size);
  * time). Never waits. */
 void hz_prezero_wake(void);
 
+/* Outside the guard: end the thread and wait, at most a second, until the
+ * kernel no longer counts it (before unshare or setns, which need a
+ * single-threaded process); the next hz_prezero_wake starts it again.
+ * 0, or -EBUSY when it did not end in time. Keeps errno. */
+int hz_prezero_stop(void);
+
 /* Inside the guard: whether the span the thread is zeroing can serve size
  * bytes aligned to align without waste. */
 bool hz_prezero_claimable(size_t size, size_t align);

@@ -14,6 +14,7 @@
 #include "blocks.h"
 #include "cache.h"
 #include "prezero.h"
+#include "prim/memory.h"
 #include "prim/prim.h"
 #include "stats.h"
 #include "zero.h"
@@ -90,6 +91,52 @@ static int from_cache(size_t size, size_t align, bool zero, struct hz_cache_batc
 	return 0;
 }
 
+static void add_resident(void *ctx, struct hz_range run, bool resident)
+{
+	if (resident)
+		*(size_t *)ctx += hz_range_len(run);
+}
+
+/* Before the program gets size bytes (a fresh block, or span from the
+ * cache, which need not be resident: the pre-zero thread may have dropped
+ * it, a program may never have written it), the cached blocks the memory
+ * cgroup cannot hold beside what it will charge go first
+ * (cache_policy.c): its faults must never meet a limit our cache filled. */
+static void make_room(size_t size, const struct hz_span *reused)
+{
+	struct hz_cache_batch b = { .count = 0 };
+	size_t excess = hz_cache_budget_excess(size, false), resident = 0;
+	struct hz_cache *c;
+
+	/* Tight: count what the reused span holds already (mincore). */
+	if (excess > 0 && reused != NULL &&
+	    hz_prim_residency(reused->range.start, hz_span_bytes(reused), add_resident, &resident) == 0)
+		excess = hz_cache_budget_excess(size - (resident < size ? resident : size), true);
+	/* A few rounds: what is dropped may not have been resident. */
+	for (int round = 0, misses = 0; excess > 0 && round < 16 && misses < 2; round++) {
+		size_t before, dropped;
+		struct hz_span held;
+
+		c = hz_prezero_enter(&b);
+		if (c == NULL)
+			break;
+		before = c->bytes;
+		hz_cache_shrink(c, before > excess ? before - excess : 0, &b);
+		dropped = before - c->bytes;
+		if (dropped > 0) {
+			hz_prezero_leave();
+		} else if (hz_prezero_claim(&held, &before) == 0) { /* leaves the guard */
+			/* The table is empty: the pre-zero thread holds the rest. */
+			hz_cache_batch_put(c, &b, &held);
+			dropped = hz_span_bytes(&held);
+		}
+		hz_prezero_release(&b);
+		misses += dropped == 0; /* the thread finished: collected next round */
+		excess = hz_cache_budget_excess(size - (resident < size ? resident : size), true);
+	}
+	hz_prezero_release(&b);
+}
+
 int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 {
 	struct hz_cache_batch b = { .count = 0 };
@@ -108,6 +155,7 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 	hz_prezero_release(&b);
 	if (ret != 0) {
 		hz_stats_add(cache_misses, 1);
+		make_room(size, NULL);
 		return hz_blocks_alloc(size, align, out); /* fresh: zero */
 	}
 	/* Cached spans are never foreign, but the mark may have come while
@@ -117,6 +165,7 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 		return hz_blocks_alloc(size, align, out);
 	}
 	hz_stats_add(cache_hits, 1);
+	make_room(size, &span);
 	if (zero && dirty > 0 && zero_dirty(&span, dirty) != 0)
 		return hz_blocks_alloc(size, align, out);
 	/* Zeroing marks a span in which a hole appeared meanwhile (zero.c). */
@@ -159,6 +208,7 @@ void hz_recycle_free(void *p)
 		e.clean = true;
 	}
 	e.idle_since = hz_prim_now_ns();
+	hz_cache_budget_refresh(hz_span_bytes(&e.span));
 	c = hz_prezero_enter(&b);
 	if (!c) {
 		hz_blocks_release_span(&e.span);
@@ -205,5 +255,6 @@ void hz_recycle_fork_parent(void)
 
 void hz_recycle_fork_child(void)
 {
+	hz_cache_policy_fork_child();
 	hz_prezero_fork_child();
 }

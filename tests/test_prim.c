@@ -229,6 +229,37 @@ static void failed_hugetlb_commit_refills_the_hole(void **state)
 	assert_int_equal(munmap(p, (size_t)1 << 30), 0);
 }
 
+/* The populated commit builds hugetlb memory elsewhere: a 1 GiB pool that
+ * cannot back it fails the mmap there, and the reservation stays mapped
+ * (never unmapped, so never refilled: no hole to be taken meanwhile). */
+static void failed_populated_hugetlb_commit_keeps_the_reservation(void **state)
+{
+	char buf[32] = "";
+	FILE *f = fopen("/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages", "r");
+	uint64_t taken = hz_prim_holes_taken();
+	int ret;
+	char *p;
+
+	(void)state;
+	need_mincore_on_reservations();
+	if (f != NULL) {
+		if (fgets(buf, sizeof(buf), f) == NULL)
+			buf[0] = '\0';
+		fclose(f);
+	}
+	if (atol(buf) > 0) {
+		print_message("skipped: the 1 GiB hugetlb pool has pages here\n");
+		skip();
+	}
+	assert_int_equal(hz_prim_reserve((size_t)1 << 30, (size_t)1 << 30, (void **)&p), 0);
+	ret = hz_prim_commit_populated((uintptr_t)p, (size_t)1 << 30, HZ_PAGES_HUGETLB_1G);
+	assert_true(ret < 0 && ret != -EEXIST);
+	assert_true(mapped(p, 16 * MiB) && mapped(p + (1 << 30) - 16 * MiB, 16 * MiB));
+	assert_int_equal(hz_prim_holes_taken(), taken);
+	assert_int_equal(hz_prim_commit_populated((uintptr_t)p, 2 * MiB, HZ_PAGES_THP), -EINVAL);
+	assert_int_equal(munmap(p, (size_t)1 << 30), 0);
+}
+
 struct runs {
 	struct hz_range run[8];
 	bool resident[8];
@@ -334,6 +365,7 @@ int main(void)
 		cmocka_unit_test(commit_then_decommit_keeps_the_address_space),
 		cmocka_unit_test(reserve_hole_spares_a_mapping_made_in_the_hole),
 		cmocka_unit_test(failed_hugetlb_commit_refills_the_hole),
+		cmocka_unit_test(failed_populated_hugetlb_commit_keeps_the_reservation),
 		cmocka_unit_test(residency_walks_maximal_runs),
 		cmocka_unit_test(residency_stops_at_a_hole),
 		cmocka_unit_test(reset_reservation_drops_what_the_program_did),

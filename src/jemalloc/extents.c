@@ -273,7 +273,7 @@ int hz_extents_free(uintptr_t addr, size_t size, bool destroy)
 	 * with zero_on_free its contents must go at once as well, even when
 	 * other extents keep the region mapped. */
 	if (cf->zero_on_free ||
-	    (!destroy && hz_cache_budget_used(budget) + size > budget->max)) {
+	    (!destroy && hz_cache_budget_used(budget) + size > hz_cache_budget_max(budget))) {
 		/* The pages are still jemalloc's: clear them unlocked. */
 		enum hz_backing backing = r->backing;
 

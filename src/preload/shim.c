@@ -341,3 +341,15 @@ EXPORT int prlimit64(pid_t pid, __rlimit_resource_t resource, const struct rlimi
 	return CALL_NEXT(PRLIMIT_FN, "prlimit64", pid, resource, (const struct rlimit *)rl,
 			 (struct rlimit *)old);
 }
+
+/* ---- namespaces (ns.c): the pre-zero thread stops first ---- */
+
+EXPORT int unshare(int flags)
+{
+	return hz_preload_unshare(NEXT(int (*)(int), "unshare"), flags);
+}
+
+EXPORT int setns(int fd, int nstype)
+{
+	return hz_preload_setns(NEXT(int (*)(int, int), "setns"), fd, nstype);
+}

@@ -81,5 +81,9 @@ HZ_PRIVATE_API void *hz_preload_mmap(void *addr, size_t len, int prot, int flags
 HZ_PRIVATE_API int hz_preload_munmap(void *addr, size_t len);
 HZ_PRIVATE_API void *hz_preload_mremap(void *old, size_t old_len, size_t new_len, int flags,
 				       void *new_addr);
+/* unshare and setns (ns.c): the pre-zero thread is stopped, then real
+ * (the next library's, never NULL unless dlsym failed: ENOSYS) called. */
+HZ_PRIVATE_API int hz_preload_unshare(int (*real)(int), int flags);
+HZ_PRIVATE_API int hz_preload_setns(int (*real)(int, int), int fd, int nstype);
 
 #endif /* HZ_PRELOAD_SHIM_ABI_H */

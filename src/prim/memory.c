@@ -213,6 +213,35 @@ int hz_prim_commit(uintptr_t start, size_t len, enum hz_prim_pages pages, bool *
 	return 0;
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+/* Built outside the reservation, then moved in: nothing of the range
+ * changes until the memory is there, every page faulted in. */
+int hz_prim_commit_populated(uintptr_t start, size_t len, enum hz_prim_pages pages)
+{
+	void *tmp;
+	int ret;
+
+	if (pages != HZ_PAGES_HUGETLB_1G && pages != HZ_PAGES_HUGETLB_2M)
+		return -EINVAL;
+	ret = hz_prim_mmap(NULL, len, PROT_READ | PROT_WRITE, ANON | map_flags(pages), -1, 0,
+			   &tmp);
+	if (ret != 0)
+		return ret;
+	/* -EINVAL before 5.14: no way to fault in without risking SIGBUS. */
+	ret = hz_prim_madvise(tmp, len, MADV_POPULATE_WRITE);
+	if (ret == 0)
+		ret = hz_prim_move_mapping(tmp, len, (void *)start);
+	if (ret == 0)
+		return 0;
+	hz_prim_munmap(tmp, len); /* a failed move leaves the source mapped */
+	/* A move that failed after unmapping its target (the kernel
+	 * unmaps first) left a hole: refill it, as after a failed commit. */
+	return put_back_after_failure(start, len) == -EEXIST ? -EEXIST : ret;
+}
+
 /* ---- residency ---- */
 
 int hz_prim_residency(uintptr_t start, size_t len, hz_prim_run_fn *fn, void *ctx)

@@ -64,6 +64,18 @@ enum hz_prim_pages {
  * -EEXIST: the range must never be committed again. */
 int hz_prim_commit(uintptr_t start, size_t len, enum hz_prim_pages pages, bool *advised);
 
+/* Commit hugetlb memory (pages HZ_PAGES_HUGETLB_*) over [start, start +
+ * len) of a reservation, every page faulted in: mapped elsewhere first,
+ * populated with MADV_POPULATE_WRITE, then moved over the range (mremap).
+ * A pool or hugetlb cgroup that cannot back a page fails the populate
+ * cleanly, where a later first touch would SIGBUS; and the reservation
+ * is untouched by a refused mapping (a MAP_FIXED hugetlb mmap the pool
+ * cannot back unmaps the range first on Linux 6.18). 0, -EEXIST as for
+ * hz_prim_commit, or another negative errno value with the reservation
+ * intact (also -EINVAL before Linux 5.14, or where hugetlb mappings cannot
+ * be moved). */
+int hz_prim_commit_populated(uintptr_t start, size_t len, enum hz_prim_pages pages);
+
 /* Turn committed memory [start, start + len) back into reservation
  * (MAP_FIXED PROT_NONE over our own mapping): its pages go back to the
  * kernel, the address space stays ours. */

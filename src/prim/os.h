@@ -21,7 +21,8 @@
  * that cannot be read gets the value documented at its field), never
  * allocates and takes no lock, so it may run inside malloc before main, in
  * a signal handler that interrupted a fill, or in a fork child. Every
- * /proc, /sys and /tmp path of the library is in os.c. */
+ * /proc, /sys and /tmp path of the library is in os.c, and the cgroup ones
+ * in os_cgroup.c. */
 #ifndef HZ_PRIM_OS_H
 #define HZ_PRIM_OS_H
 
@@ -96,7 +97,75 @@ void hz_os_read_thp(struct hz_os_thp *out);
  * does not have or whose count cannot be read. */
 uint64_t hz_os_pool_available(enum hz_os_pool pool);
 
+
+/* Whether thread tid of this process is gone from the kernel's thread
+ * group (/proc/self/task/TID no longer opens). A thread's tid word is
+ * cleared (pthread_join returns) before it leaves the group, and until it
+ * has, unshare(CLONE_NEWUSER) and setns still see it (EINVAL). */
+bool hz_os_thread_gone(int tid);
+
+/* ---- cgroups (os_cgroup.c) ----
+ *
+ * Containers limit memory and hugetlb pages per cgroup, and the kernel
+ * enforces the limits at fault time: by reclaim, then the OOM killer
+ * (memory), or by SIGBUS (hugetlb). These read the limits of the cgroup
+ * the process is in, v1 or v2, and of every ancestor up to the mount: a
+ * parent's limit binds its children. Reads are small files, no allocation,
+ * no lock; each is a hz_prim_read_file or hz_prim_open_read (fault
+ * injection reaches them as HZ_CALL_READ_FILE, HZ_CALL_OPEN, HZ_CALL_READ).
+ * Limits change while programs run (an orchestrator resizes a pod), so the
+ * callers read them again when it matters, and the cgroup is found again
+ * from time to time (a process can be moved). */
+
+#define HZ_OS_CGROUP_PATH 512
+
+/* Where a controller's files are for this process. */
+struct hz_os_cgroup {
+	char dir[HZ_OS_CGROUP_PATH]; /* the process's cgroup directory */
+	size_t top;                  /* strlen of its mount point: no level above */
+	bool v2;                     /* a cgroup2 hierarchy, else v1 */
+};
+
+/* Find controller's ("memory", "hugetlb") cgroup of this process: the v1
+ * hierarchy that has the controller, else the cgroup2 one, from
+ * /proc/self/cgroup and /proc/self/mountinfo. 0, -ENOENT when neither is
+ * mounted or the process is in none, or the error of a read. */
+int hz_os_cgroup_find(const char *controller, struct hz_os_cgroup *cg);
+
+/* No limit: what the readers give for a cgroup without one. */
+#define HZ_OS_UNLIMITED UINT64_MAX
+
+struct hz_os_memcg {
+	/* The lowest limit of the cgroup and its ancestors, bytes: v2
+	 * memory.max and memory.high (above high the kernel throttles and
+	 * reclaims hard), v1 memory.limit_in_bytes. HZ_OS_UNLIMITED if none. */
+	uint64_t limit;
+	/* What can still be charged before the first of those levels is at
+	 * its limit: min of limit - (usage - inactive file pages), v2
+	 * memory.current, v1 memory.usage_in_bytes. Inactive file pages are
+	 * the page cache reclaim takes first, without killing anyone; active
+	 * ones are not counted as free, so room errs low. HZ_OS_UNLIMITED when
+	 * no level has a limit. */
+	uint64_t room;
+};
+
+/* The memory cgroup's limit and room, read now. 0, or a negative errno
+ * value (the cgroup's files could not be read: out is then unlimited). */
+int hz_os_memcg_read(const struct hz_os_cgroup *cg, struct hz_os_memcg *out);
+
+/* Bytes of hugetlb pages of page_size (2 MiB, 1 GiB) the hugetlb cgroup
+ * and its ancestors still allow, read now: the smaller of what is left
+ * under the fault limit (v2 hugetlb.<size>.max, v1 .limit_in_bytes) and
+ * under the reservation limit (.rsvd.max, .rsvd.limit_in_bytes).
+ * HZ_OS_UNLIMITED when no level limits that size. 0 or a negative errno
+ * value (*room then 0: nothing is known to be allowed). */
+int hz_os_hugetlb_room(const struct hz_os_cgroup *cg, size_t page_size, uint64_t *room);
+
 #ifdef HZ_OS_TESTING
+/* Read /proc and /sys below root instead of /, for fixture trees ("" is
+ * the real one); cgroup reads only. */
+void hz_os_set_root(const char *root);
+
 /* Fill the struct again, so a test sees a sysfs change (tests only: a
  * pointer from before the previous reload may be overwritten). */
 void hz_os_reload(void);

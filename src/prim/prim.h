@@ -174,6 +174,9 @@ int hz_prim_move_mapping(void *old, size_t len, void *new_addr);
  * a negative errno value. The only place hugezero creates a thread. */
 int hz_prim_thread_start(void *(*fn)(void *), void *arg, size_t stack_size);
 
+/* The calling thread's kernel id (gettid). */
+int hz_prim_gettid(void);
+
 /* Sleep while *word == expected, at most timeout_ns (0: no limit), or
  * until hz_prim_futex_wake on word (a private futex). Returns 0 when
  * woken, -EAGAIN when *word was not expected, -ETIMEDOUT or -EINTR. */

@@ -61,3 +61,8 @@ int hz_prim_futex_wake(int *word, int count)
 	errno = saved;
 	return (int)ret;
 }
+
+int hz_prim_gettid(void)
+{
+	return (int)syscall(SYS_gettid); /* never fails, errno untouched */
+}

@@ -6,6 +6,7 @@
 #include "hostile.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -49,6 +50,27 @@ static int unshare_user(void)
 	allocate_and_free();
 	CHECK(unshare(CLONE_NEWUSER) == 0, "unshare(CLONE_NEWUSER) after a large free: %s",
 	      strerror(errno));
+	hostile_use_new_block(BLOCK, true);
+	return 0;
+}
+
+/* As root: setns into the process's own mount namespace (what a container
+ * runtime's helper does to enter one) needs a single-threaded process too:
+ * it works after large allocations, twice. */
+static int setns_mount(void)
+{
+	int fd;
+
+	if (geteuid() != 0)
+		SKIP("setns(CLONE_NEWNS) needs root");
+	fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0, "open /proc/self/ns/mnt: %s", strerror(errno));
+	for (int round = 0; round < 2; round++) {
+		allocate_and_free();
+		CHECK(setns(fd, CLONE_NEWNS) == 0, "setns(CLONE_NEWNS) after a large free: %s",
+		      strerror(errno));
+	}
+	close(fd);
 	hostile_use_new_block(BLOCK, true);
 	return 0;
 }
@@ -128,6 +150,7 @@ int main(int argc, char **argv)
 {
 	static const struct hostile_variant variants[] = {
 		{ "unshare_user", unshare_user },
+		{ "setns_mount", setns_mount },
 		{ "setuid", setuid_after_free },
 		{ "signal", process_signal },
 		{ NULL, NULL },

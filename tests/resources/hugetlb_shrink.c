@@ -137,7 +137,9 @@ static const struct scenario scenarios[] = {
 static void hugetlb_pool_shrunk_mid_run_falls_back_without_sigbus(void **state)
 {
 	static char base_env[64];
-	const char *const env[] = { "HUGEZERO_THP_CHECK=0", base_env, NULL };
+	/* hugetlb is used only when asked for (auto is THP). */
+	const char *const env[] = { "HUGEZERO_THP_CHECK=0", "HUGEZERO_BACKING=hugetlb2m", base_env,
+				    NULL };
 	struct child c;
 	long saved;
 
