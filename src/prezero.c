@@ -46,6 +46,7 @@
 #include "log.h"
 #include "prim/memory.h"
 #include "prim/os.h"
+#include "prezero_impl.h"
 #include "prim/prim.h"
 #include "sizes.h"
 #include "stats.h"
@@ -63,16 +64,9 @@
  * sleeps (giving its CPU to the thread, if they share one) this long (ns). */
 #define WAIT_SPINS 1024
 #define WAIT_SLEEP_NS 20000
-/* 200 us for the thread's turn at the table: a scan of at most 1024
- * entries, microseconds on a CPU; if it has not ended, the thread was
- * preempted inside it. */
-#define GUARD_WAIT_NS 200000
 /* The thread tries its turn again this soon (ns) when a program thread was
  * in the table. */
 #define RETRY_NS 50000
-/* Job slots: one span being zeroed, a batch being released, and finished
- * ones the program has not collected yet. */
-#define JOBS 16
 #define THREAD_STACK ((size_t)256 << 10)
 
 #ifdef HZ_TEST_CORE
@@ -81,35 +75,25 @@ void (*hz_prezero_test_hook)(enum hz_prezero_point point);
 
 /* ---- state ---- */
 
-static struct hz_cache cache;
-static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+struct hz_cache pz_cache;
+pthread_once_t pz_cache_once = PTHREAD_ONCE_INIT;
 
 /* The guard. */
-static struct hz_lock lock = HZ_LOCK_INIT;
-static int program_in, thread_in;
+struct hz_lock pz_lock = HZ_LOCK_INIT;
+int pz_program_in, pz_thread_in;
 static unsigned turns;                 /* the thread's tries at the table */
-static unsigned stalled_turn = ~0u;    /* the turn a program thread gave up on */
-static bool fork_skipped, fork_suspect;
+unsigned pz_stalled_turn = ~0u;    /* the turn a program thread gave up on */
 
-enum { JOB_FREE, JOB_ZEROING, JOB_CLAIMED, JOB_HANDED, JOB_RELEASING, JOB_DONE };
-
-struct job {
-	struct hz_span span;   /* what the thread took; written while FREE */
-	struct hz_span result; /* what it leaves; written before HANDED or DONE */
-	size_t dirty;          /* bytes from result's start still dirty */
-	int state;
-	bool released;         /* its memory is gone: release the span */
-};
-
-static struct job jobs[JOBS];
+struct job pz_jobs[JOBS];
 /* Read and written only in the thread's turns and inside the guard. */
 static size_t calloc_demand;
 
 /* The thread. stop asks it to end (hz_prezero_stop); tid is its kernel id
  * while it runs, exited set once it has left its loop. */
-static int thread_started, thread_failed;
-static int stop, tid, exited;
-static int wake_seq, sleeping;
+int pz_thread_started;
+static int thread_failed;
+int pz_stop, pz_tid, pz_exited;
+int pz_wake_seq, pz_sleeping;
 static uint64_t paused_until; /* until when (ns) a starved thread rests */
 
 /* Program threads only (the blocks lock); also the table's flush. */
@@ -122,9 +106,9 @@ void hz_prezero_release(struct hz_cache_batch *b)
 	b->count = 0;
 }
 
-static void init_cache(void)
+void hz_pz_init_cache(void)
 {
-	hz_cache_init(&cache, hz_cache_policy()->decay_ns, hz_cache_budget(), hz_prezero_release);
+	hz_cache_init(&pz_cache, hz_cache_policy()->decay_ns, hz_cache_budget(), hz_prezero_release);
 }
 
 bool hz_prezero_wait(int *word, int mask, int want, uint64_t ns)
@@ -144,36 +128,36 @@ bool hz_prezero_wait(int *word, int mask, int want, uint64_t ns)
 	return true;
 }
 
-static void publish_bytes(void)
+void hz_pz_publish_bytes(void)
 {
-	__atomic_store_n(&hz_stats.cache_bytes, cache.bytes, __ATOMIC_RELAXED);
+	__atomic_store_n(&hz_stats.cache_bytes, pz_cache.bytes, __ATOMIC_RELAXED);
 }
 
 /* ---- the guard, program side ---- */
 
 /* Put what the thread finished back: zeroed spans into the table, released
  * ones into b. */
-static void collect(struct hz_cache_batch *b)
+void hz_pz_collect(struct hz_cache_batch *b)
 {
 	uint64_t now = 0;
 
 	for (unsigned i = 0; i < JOBS; i++) {
-		struct job *j = &jobs[i];
+		struct job *j = &pz_jobs[i];
 
 		if (__atomic_load_n(&j->state, __ATOMIC_ACQUIRE) != JOB_DONE)
 			continue;
 		if (j->released) {
-			hz_cache_batch_put(&cache, b, &j->result);
+			hz_cache_batch_put(&pz_cache, b, &j->result);
 		} else {
 			/* Partly dirty (starved) is dirty as a whole: its clean
 			 * top is one unit, not worth a split. */
 			now = now ? now : hz_prim_now_ns();
-			hz_cache_add(&cache, (struct hz_cache_entry){ j->result, now, j->dirty == 0 },
+			hz_cache_add(&pz_cache, (struct hz_cache_entry){ j->result, now, j->dirty == 0 },
 				     b);
 		}
 		__atomic_store_n(&j->state, JOB_FREE, __ATOMIC_RELEASE);
 	}
-	publish_bytes();
+	hz_pz_publish_bytes();
 }
 
 /* The thread is in its turn: wait for it to end, at most GUARD_WAIT_NS,
@@ -182,11 +166,11 @@ static bool wait_thread_out(void)
 {
 	unsigned turn = __atomic_load_n(&turns, __ATOMIC_ACQUIRE);
 
-	if (turn == __atomic_load_n(&stalled_turn, __ATOMIC_RELAXED))
+	if (turn == __atomic_load_n(&pz_stalled_turn, __ATOMIC_RELAXED))
 		return false;
-	if (hz_prezero_wait(&thread_in, ~0, 0, GUARD_WAIT_NS))
+	if (hz_prezero_wait(&pz_thread_in, ~0, 0, GUARD_WAIT_NS))
 		return true;
-	__atomic_store_n(&stalled_turn, turn, __ATOMIC_RELAXED);
+	__atomic_store_n(&pz_stalled_turn, turn, __ATOMIC_RELAXED);
 	hz_debug("the pre-zero thread was preempted at the cache's table; serving without "
 		 "the cache until it runs again");
 	return false;
@@ -194,23 +178,23 @@ static bool wait_thread_out(void)
 
 struct hz_cache *hz_prezero_enter(struct hz_cache_batch *b)
 {
-	pthread_once(&cache_once, init_cache);
-	hz_lock(&lock);
-	__atomic_store_n(&program_in, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&thread_in, __ATOMIC_SEQ_CST) && !wait_thread_out()) {
-		__atomic_store_n(&program_in, 0, __ATOMIC_SEQ_CST);
-		hz_unlock(&lock);
+	pthread_once(&pz_cache_once, hz_pz_init_cache);
+	hz_lock(&pz_lock);
+	__atomic_store_n(&pz_program_in, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&pz_thread_in, __ATOMIC_SEQ_CST) && !wait_thread_out()) {
+		__atomic_store_n(&pz_program_in, 0, __ATOMIC_SEQ_CST);
+		hz_unlock(&pz_lock);
 		return NULL;
 	}
-	collect(b);
-	return &cache;
+	hz_pz_collect(b);
+	return &pz_cache;
 }
 
 void hz_prezero_leave(void)
 {
-	publish_bytes();
-	__atomic_store_n(&program_in, 0, __ATOMIC_SEQ_CST);
-	hz_unlock(&lock);
+	hz_pz_publish_bytes();
+	__atomic_store_n(&pz_program_in, 0, __ATOMIC_SEQ_CST);
+	hz_unlock(&pz_lock);
 }
 
 void hz_prezero_note_calloc(size_t size)
@@ -222,8 +206,8 @@ void hz_prezero_note_calloc(size_t size)
 bool hz_prezero_can_help(void)
 {
 	return hz_prezero_mode() == HZ_PREZERO_OPT_THREAD &&
-	       __atomic_load_n(&thread_started, __ATOMIC_ACQUIRE) &&
-	       !__atomic_load_n(&stop, __ATOMIC_ACQUIRE) &&
+	       __atomic_load_n(&pz_thread_started, __ATOMIC_ACQUIRE) &&
+	       !__atomic_load_n(&pz_stop, __ATOMIC_ACQUIRE) &&
 	       hz_prim_now_ns() >= __atomic_load_n(&paused_until, __ATOMIC_RELAXED);
 }
 
@@ -242,8 +226,8 @@ enum hz_prezero_opt hz_prezero_mode(void)
 static struct job *free_job(void)
 {
 	for (unsigned i = 0; i < JOBS; i++)
-		if (__atomic_load_n(&jobs[i].state, __ATOMIC_ACQUIRE) == JOB_FREE)
-			return &jobs[i];
+		if (__atomic_load_n(&pz_jobs[i].state, __ATOMIC_ACQUIRE) == JOB_FREE)
+			return &pz_jobs[i];
 	return NULL;
 }
 
@@ -254,16 +238,16 @@ static unsigned count_jobs(size_t *done_clean)
 
 	*done_clean = 0;
 	for (unsigned i = 0; i < JOBS; i++) {
-		int state = __atomic_load_n(&jobs[i].state, __ATOMIC_ACQUIRE);
+		int state = __atomic_load_n(&pz_jobs[i].state, __ATOMIC_ACQUIRE);
 
 		n += state == JOB_FREE;
-		if (state == JOB_DONE && !jobs[i].released && jobs[i].dirty == 0)
-			*done_clean += hz_span_bytes(&jobs[i].result);
+		if (state == JOB_DONE && !pz_jobs[i].released && pz_jobs[i].dirty == 0)
+			*done_clean += hz_span_bytes(&pz_jobs[i].result);
 	}
 	return n;
 }
 
-static void job_done(struct job *j, const struct hz_span *s, size_t dirty, bool released)
+void hz_pz_job_done(struct job *j, const struct hz_span *s, size_t dirty, bool released)
 {
 	j->result = *s;
 	j->dirty = dirty;
@@ -294,7 +278,7 @@ static size_t zero_span(struct job *j, struct hz_span *s, enum hz_zero_method m)
 		top = 0;
 	}
 	while (top > 0 && __atomic_load_n(&j->state, __ATOMIC_ACQUIRE) != JOB_CLAIMED &&
-	       !__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
+	       !__atomic_load_n(&pz_stop, __ATOMIC_ACQUIRE)) {
 		size_t unit = top < unit_max ? top : unit_max;
 		uint64_t u0 = hz_prim_now_ns();
 		size_t w;
@@ -363,18 +347,18 @@ static bool take_turn(uint64_t now, struct job **zero, struct job **release, uns
 	int i;
 
 	__atomic_add_fetch(&turns, 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&thread_in, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&program_in, __ATOMIC_SEQ_CST)) {
-		__atomic_store_n(&thread_in, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&pz_thread_in, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&pz_program_in, __ATOMIC_SEQ_CST)) {
+		__atomic_store_n(&pz_thread_in, 0, __ATOMIC_SEQ_CST);
 		return false;
 	}
 	HZ_PREZERO_HOOK(HZ_PREZERO_AT_SECTION);
 	/* A batch of slots for decay, one more for a span to zero. */
 	spare = count_jobs(&clean);
 	if (spare > HZ_CACHE_BATCH) {
-		hz_cache_decay(&cache, now, &decayed);
+		hz_cache_decay(&pz_cache, now, &decayed);
 		/* Memory the cgroup needs for something else (cache_policy.c). */
-		hz_cache_shrink(&cache, hz_cache_budget_max(cache.budget), &decayed);
+		hz_cache_shrink(&pz_cache, hz_cache_budget_max(pz_cache.budget), &decayed);
 	}
 	for (*n = 0; *n < decayed.count; ++*n) {
 		release[*n] = free_job();
@@ -382,24 +366,24 @@ static bool take_turn(uint64_t now, struct job **zero, struct job **release, uns
 		__atomic_store_n(&release[*n]->state, JOB_RELEASING, __ATOMIC_RELEASE);
 	}
 	*zero = NULL;
-	clean += cache.clean_bytes;
+	clean += pz_cache.clean_bytes;
 	if (now < __atomic_load_n(&paused_until, __ATOMIC_RELAXED)) {
 		/* starved: rest */
 	} else if (clean < calloc_demand &&
-		   hz_cache_budget_max(cache.budget) >= hz_cache_policy()->cache_max) {
+		   hz_cache_budget_max(pz_cache.budget) >= hz_cache_policy()->cache_max) {
 		/* Not while the memory cgroup has lowered the budget: a span
 		 * held here could not be dropped for a fresh block
 		 * (cache_policy.c), and calloc zeroes its own. */
-		i = hz_cache_first_dirty(&cache);
+		i = hz_cache_first_dirty(&pz_cache);
 		if (i >= 0 && (*zero = free_job()) != NULL) {
-			(*zero)->span = hz_cache_remove(&cache, (unsigned)i).span;
+			(*zero)->span = hz_cache_remove(&pz_cache, (unsigned)i).span;
 			__atomic_store_n(&(*zero)->state, JOB_ZEROING, __ATOMIC_RELEASE);
 		}
 	} else {
 		calloc_demand -= calloc_demand / 8; /* demand fades when idle */
 	}
-	publish_bytes();
-	__atomic_store_n(&thread_in, 0, __ATOMIC_SEQ_CST);
+	hz_pz_publish_bytes();
+	__atomic_store_n(&pz_thread_in, 0, __ATOMIC_SEQ_CST);
 	return true;
 }
 
@@ -411,7 +395,7 @@ static void release_memory(struct job *j)
 
 	if (hz_prim_decommit(j->span.range.start, len) != 0)
 		hz_prim_madvise((void *)j->span.range.start, len, MADV_DONTNEED);
-	job_done(j, &j->span, len, true);
+	hz_pz_job_done(j, &j->span, len, true);
 }
 
 /* A block a late calloc left: to the table, dirty, through a job. */
@@ -423,26 +407,26 @@ static void return_kept(void)
 	if (!hz_prezero_share_kept(&kept, false) || (j = free_job()) == NULL)
 		return;
 	hz_prezero_share_kept(&kept, true);
-	job_done(j, &kept, hz_span_bytes(&kept), false);
+	hz_pz_job_done(j, &kept, hz_span_bytes(&kept), false);
 }
 
 static void sleep_until_woken(int seq)
 {
 	HZ_PREZERO_HOOK(HZ_PREZERO_AT_SLEEP);
-	__atomic_store_n(&sleeping, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&wake_seq, __ATOMIC_SEQ_CST) == seq)
-		hz_prim_futex_wait(&wake_seq, seq, TICK_NS);
-	__atomic_store_n(&sleeping, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&pz_sleeping, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&pz_wake_seq, __ATOMIC_SEQ_CST) == seq)
+		hz_prim_futex_wait(&pz_wake_seq, seq, TICK_NS);
+	__atomic_store_n(&pz_sleeping, 0, __ATOMIC_RELAXED);
 }
 
 static void *prezero_main(void *arg)
 {
 	(void)arg;
-	__atomic_store_n(&tid, hz_prim_gettid(), __ATOMIC_RELEASE);
+	__atomic_store_n(&pz_tid, hz_prim_gettid(), __ATOMIC_RELEASE);
 	hz_prim_lower_thread_priority();
 	/* Stopped at the top of the loop only: no span is held there. */
-	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
-		int seq = __atomic_load_n(&wake_seq, __ATOMIC_ACQUIRE);
+	while (!__atomic_load_n(&pz_stop, __ATOMIC_ACQUIRE)) {
+		int seq = __atomic_load_n(&pz_wake_seq, __ATOMIC_ACQUIRE);
 		struct job *zero, *release[HZ_CACHE_BATCH];
 		unsigned n;
 
@@ -460,7 +444,7 @@ static void *prezero_main(void *arg)
 		else
 			sleep_until_woken(seq);
 	}
-	__atomic_store_n(&exited, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&pz_exited, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -468,7 +452,7 @@ static void *prezero_main(void *arg)
  * exit() ends it wherever it is, so it never delays exit. */
 static void start_thread(void)
 {
-	if (__atomic_exchange_n(&thread_started, 1, __ATOMIC_ACQ_REL))
+	if (__atomic_exchange_n(&pz_thread_started, 1, __ATOMIC_ACQ_REL))
 		return;
 	if (hz_prim_thread_start(prezero_main, NULL, THREAD_STACK) != 0) {
 		hz_info("could not start the pre-zero thread; calloc zeroes instead");
@@ -497,35 +481,35 @@ int hz_prezero_stop(void)
 	uint64_t deadline;
 	int id;
 
-	if (!__atomic_load_n(&thread_started, __ATOMIC_ACQUIRE) ||
+	if (!__atomic_load_n(&pz_thread_started, __ATOMIC_ACQUIRE) ||
 	    __atomic_load_n(&thread_failed, __ATOMIC_ACQUIRE))
 		return 0;
-	__atomic_store_n(&stop, 1, __ATOMIC_SEQ_CST);
-	__atomic_add_fetch(&wake_seq, 1, __ATOMIC_SEQ_CST);
-	hz_prim_futex_wake(&wake_seq, 1);
-	if (!hz_prezero_wait(&exited, ~0, 1, STOP_WAIT_NS))
+	__atomic_store_n(&pz_stop, 1, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&pz_wake_seq, 1, __ATOMIC_SEQ_CST);
+	hz_prim_futex_wake(&pz_wake_seq, 1);
+	if (!hz_prezero_wait(&pz_exited, ~0, 1, STOP_WAIT_NS))
 		return -EBUSY; /* it ends later: stop stays set */
 	/* Out of its loop; now out of the kernel's thread group. */
-	id = __atomic_load_n(&tid, __ATOMIC_ACQUIRE);
+	id = __atomic_load_n(&pz_tid, __ATOMIC_ACQUIRE);
 	deadline = hz_prim_now_ns() + STOP_WAIT_NS;
 	while (!hz_os_thread_gone(id) && hz_prim_now_ns() < deadline)
 		hz_prim_sleep_ns(20000);
-	__atomic_store_n(&tid, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&exited, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&stop, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&thread_started, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&pz_tid, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&pz_exited, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&pz_stop, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&pz_thread_started, 0, __ATOMIC_RELEASE);
 	return 0;
 }
 
 void hz_prezero_wake(void)
 {
-	if (!__atomic_load_n(&thread_started, __ATOMIC_ACQUIRE)) {
+	if (!__atomic_load_n(&pz_thread_started, __ATOMIC_ACQUIRE)) {
 		start_thread();
 		return;
 	}
-	__atomic_add_fetch(&wake_seq, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&sleeping, __ATOMIC_SEQ_CST))
-		hz_prim_futex_wake(&wake_seq, 1);
+	__atomic_add_fetch(&pz_wake_seq, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&pz_sleeping, __ATOMIC_SEQ_CST))
+		hz_prim_futex_wake(&pz_wake_seq, 1);
 }
 
 /* ---- claiming the span being zeroed ---- */
@@ -533,8 +517,8 @@ void hz_prezero_wake(void)
 static struct job *zeroing_job(void)
 {
 	for (unsigned i = 0; i < JOBS; i++)
-		if (__atomic_load_n(&jobs[i].state, __ATOMIC_ACQUIRE) == JOB_ZEROING)
-			return &jobs[i];
+		if (__atomic_load_n(&pz_jobs[i].state, __ATOMIC_ACQUIRE) == JOB_ZEROING)
+			return &pz_jobs[i];
 	return NULL;
 }
 
@@ -574,126 +558,3 @@ int hz_prezero_claim(struct hz_span *span, size_t *dirty)
 	hz_stats_add(takeovers, 1);
 	return 0;
 }
-
-/* ---- fork ---- */
-
-void hz_prezero_fork_prepare(void)
-{
-	pthread_once(&cache_once, init_cache);
-	/* fork from a signal handler that interrupted this thread inside the
-	 * guard: waiting would deadlock, so the child just resets it. */
-	fork_skipped = hz_lock_held_here(&lock);
-	if (!fork_skipped) {
-		hz_lock(&lock);
-		__atomic_store_n(&program_in, 1, __ATOMIC_SEQ_CST);
-	}
-	/* The table is the child's only if the thread is out of it. */
-	fork_suspect = __atomic_load_n(&thread_in, __ATOMIC_SEQ_CST) &&
-		       !hz_prezero_wait(&thread_in, ~0, 0, GUARD_WAIT_NS);
-}
-
-void hz_prezero_fork_parent(void)
-{
-	if (!fork_skipped)
-		hz_prezero_leave();
-}
-
-/* What the thread held at the fork: a span it was zeroing goes back dirty
- * (to its claimer, told to zero all of it, if a calloc in the child claimed
- * it: possible only when fork ran in a signal handler), one it was
- * releasing is released. */
-static void fork_child_jobs(void)
-{
-	for (unsigned i = 0; i < JOBS; i++) {
-		struct job *j = &jobs[i];
-
-		switch (j->state) {
-		case JOB_ZEROING:
-			job_done(j, &j->span, hz_span_bytes(&j->span), false);
-			break;
-		case JOB_CLAIMED:
-			j->result = j->span;
-			j->dirty = hz_span_bytes(&j->span);
-			j->state = JOB_HANDED;
-			break;
-		case JOB_RELEASING:
-			job_done(j, &j->span, hz_span_bytes(&j->span), true);
-			break;
-		default:
-			break;
-		}
-	}
-}
-
-/* A cached span the child did not inherit whole: the program advised it
- * MADV_DONTFORK with a raw system call (the wrapper marks the block, and
- * its free releases it), then freed it. malloc hands cached spans out
- * without looking, so the child forgets them here: a mincore walk over
- * the cache (at most HUGEZERO_CACHE_MAX, microseconds per GiB) once per
- * fork, beside the fork's own copy of the page tables. */
-static void drop_holes(struct hz_cache_batch *b)
-{
-	for (unsigned i = cache.count; i-- > 0;) {
-		const struct hz_span *s = &cache.entries[i].span;
-
-		if (hz_prim_all_mapped(s->range.start, hz_span_bytes(s)))
-			continue;
-		struct hz_span gone = hz_cache_remove(&cache, i).span;
-
-		hz_blocks_mark_foreign(gone.range.start, hz_span_bytes(&gone));
-		hz_cache_batch_put(&cache, b, &gone);
-	}
-	publish_bytes();
-}
-
-/* The child has one thread: every flag is down whatever it was copied in,
- * and the thread is re-created on the next free. A table the thread was
- * changing at the fork (it stayed preempted in its turn past the deadline)
- * may be torn: the child forgets it and its spans, rather than release
- * spans it cannot trust. */
-void hz_prezero_fork_child(void)
-{
-	struct hz_cache_batch b = { .count = 0 };
-	struct hz_span kept;
-
-	hz_lock_reset(&lock);
-	program_in = 0;
-	thread_in = 0;
-	stalled_turn = ~0u;
-	thread_started = 0;
-	stop = tid = exited = 0;
-	wake_seq = 0;
-	sleeping = 0;
-	if (fork_suspect) {
-		size_t used = hz_cache_budget_used(cache.budget);
-
-		hz_cache_budget_charge(cache.budget, 0, used < cache.bytes ? used : cache.bytes);
-		hz_cache_init(&cache, cache.decay_ns, cache.budget, hz_prezero_release);
-	}
-	fork_child_jobs();
-	if (hz_prezero_share_fork_child(&kept))
-		hz_cache_add(&cache, (struct hz_cache_entry){ kept, hz_prim_now_ns(), false }, &b);
-	collect(&b);
-	drop_holes(&b);
-	hz_prezero_release(&b);
-}
-
-#ifdef HZ_TEST_CORE
-unsigned hz_prezero_each_held(void (*fn)(const struct hz_span *span, void *ctx), void *ctx)
-{
-	struct hz_span kept;
-	unsigned n = 0;
-
-	for (unsigned i = 0; i < JOBS; i++) {
-		const struct job *j = &jobs[i];
-		int state = __atomic_load_n(&j->state, __ATOMIC_ACQUIRE);
-
-		if (state == JOB_FREE)
-			continue;
-		n++;
-		if (fn)
-			fn(state == JOB_DONE || state == JOB_HANDED ? &j->result : &j->span, ctx);
-	}
-	return n + hz_prezero_share_kept(&kept, false);
-}
-#endif

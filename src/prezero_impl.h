@@ -1,0 +1,54 @@
+/* What prezero.c shares with prezero_fork.c: the guard, the table, the job
+ * slots and the thread's flags. Internal to the pre-zero thread; the rest
+ * of the library uses prezero.h. */
+#ifndef HZ_PREZERO_IMPL_H
+#define HZ_PREZERO_IMPL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "blocks.h"
+#include "cache.h"
+#include "lock.h"
+
+/* 200 us for the thread's turn at the table: a scan of at most 1024
+ * entries, microseconds on a CPU; if it has not ended, the thread was
+ * preempted inside it. */
+#define GUARD_WAIT_NS 200000
+/* Job slots: one span being zeroed, a batch being released, and finished
+ * ones the program has not collected yet. */
+#define JOBS 16
+
+enum { JOB_FREE, JOB_ZEROING, JOB_CLAIMED, JOB_HANDED, JOB_RELEASING, JOB_DONE };
+
+struct job {
+	struct hz_span span;   /* what the thread took; written while FREE */
+	struct hz_span result; /* what it leaves; written before HANDED or DONE */
+	size_t dirty;          /* bytes from result's start still dirty */
+	int state;
+	bool released;         /* its memory is gone: release the span */
+};
+
+extern struct hz_cache pz_cache;
+extern pthread_once_t pz_cache_once;
+/* The guard: the lock program threads take, and the Dekker pair of flags. */
+extern struct hz_lock pz_lock;
+extern int pz_program_in, pz_thread_in;
+extern unsigned pz_stalled_turn; /* the turn a program thread gave up on */
+extern struct job pz_jobs[JOBS];
+/* The thread: started; asked to stop; its kernel id while it runs; left
+ * its loop; its wake-up sequence and whether it sleeps on it. */
+extern int pz_thread_started, pz_stop, pz_tid, pz_exited, pz_wake_seq, pz_sleeping;
+
+/* pthread_once routine: the table, from the cache policy. */
+void hz_pz_init_cache(void);
+/* The table's byte count into the stats. */
+void hz_pz_publish_bytes(void);
+/* Inside the guard: what finished jobs left goes to the table, or b. */
+void hz_pz_collect(struct hz_cache_batch *b);
+/* The thread is done with j: s remains, dirty bytes of it from its start,
+ * its memory released or not. */
+void hz_pz_job_done(struct job *j, const struct hz_span *s, size_t dirty, bool released);
+
+#endif /* HZ_PREZERO_IMPL_H */
