@@ -290,41 +290,46 @@ const char *hz_prim_self_exe_path(void)
 	return "/proc/self/exe";
 }
 
-/* Threads come and go: read when asked. */
-int hz_prim_thread_count(unsigned *count)
+/* One number field of /proc/self/status, read when asked (threads and
+ * mappings come and go). key includes its colon. */
+static int status_field(const char *key, uint64_t *value)
 {
 	char buf[4096];
 	ssize_t n = hz_prim_read_file("/proc/self/status", buf, sizeof(buf));
+	char line[32];
 	const char *p;
 	int saved = errno;
 
 	if (n < 0)
 		return (int)n;
-	p = strstr(buf, "\nThreads:");
+	snprintf(line, sizeof(line), "\n%s", key);
+	p = strstr(buf, line);
 	if (p == NULL)
 		return -ENOENT;
-	*count = (unsigned)strtoul(p + 9, NULL, 10);
+	*value = strtoull(p + strlen(line), NULL, 10);
 	errno = saved;
 	return 0;
 }
 
-/* The address space mapped now ("VmSize:" of /proc/self/status, in kB
- * there: no page-size unit to guess). */
+int hz_prim_thread_count(unsigned *count)
+{
+	uint64_t v;
+	int ret = status_field("Threads:", &v);
+
+	if (ret == 0)
+		*count = (unsigned)v;
+	return ret;
+}
+
+/* The address space mapped now ("VmSize:", in kB there: no page-size unit
+ * to guess). */
 int hz_prim_address_space_used(uint64_t *bytes)
 {
-	char buf[4096];
-	ssize_t n = hz_prim_read_file("/proc/self/status", buf, sizeof(buf));
-	const char *p;
-	int saved = errno;
+	int ret = status_field("VmSize:", bytes);
 
-	if (n < 0)
-		return (int)n;
-	p = strstr(buf, "\nVmSize:");
-	if (p == NULL)
-		return -ENOENT;
-	*bytes = (uint64_t)strtoull(p + 8, NULL, 10) << 10;
-	errno = saved;
-	return 0;
+	if (ret == 0)
+		*bytes <<= 10;
+	return ret;
 }
 
 bool hz_os_thread_gone(int tid)
