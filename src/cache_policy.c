@@ -211,6 +211,13 @@ size_t hz_cache_budget_excess(size_t fresh, bool again)
 	return excess;
 }
 
+bool hz_cache_memory_limited(void)
+{
+	uint64_t limit = __atomic_load_n(&memcg.limit, __ATOMIC_RELAXED);
+
+	return limit != 0 && limit != HZ_OS_UNLIMITED; /* 0: not read yet */
+}
+
 void hz_cache_shrink(struct hz_cache *c, size_t keep, struct hz_cache_batch *b)
 {
 	while (c->count > 0 && c->bytes > keep && b->count < HZ_CACHE_BATCH) {

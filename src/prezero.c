@@ -215,7 +215,8 @@ enum hz_prezero_opt hz_prezero_mode(void)
 {
 	enum hz_prezero_opt m = hz_cache_policy()->prezero;
 
-	if (m == HZ_PREZERO_OPT_THREAD && __atomic_load_n(&thread_failed, __ATOMIC_ACQUIRE))
+	if (m == HZ_PREZERO_OPT_THREAD && (__atomic_load_n(&thread_failed, __ATOMIC_ACQUIRE) ||
+					   hz_cache_memory_limited()))
 		return HZ_PREZERO_OPT_SYNC;
 	return m;
 }
@@ -369,11 +370,10 @@ static bool take_turn(uint64_t now, struct job **zero, struct job **release, uns
 	clean += pz_cache.clean_bytes;
 	if (now < __atomic_load_n(&paused_until, __ATOMIC_RELAXED)) {
 		/* starved: rest */
-	} else if (clean < calloc_demand &&
-		   hz_cache_budget_max(pz_cache.budget) >= hz_cache_policy()->cache_max) {
-		/* Not while the memory cgroup has lowered the budget: a span
-		 * held here could not be dropped for a fresh block
-		 * (cache_policy.c), and calloc zeroes its own. */
+	} else if (clean < calloc_demand && !hz_cache_memory_limited()) {
+		/* Not under a memory cgroup limit: a span held here could not
+		 * be dropped for a fresh block (cache.h), and calloc zeroes its
+		 * own. */
 		i = hz_cache_first_dirty(&pz_cache);
 		if (i >= 0 && (*zero = free_job()) != NULL) {
 			(*zero)->span = hz_cache_remove(&pz_cache, (unsigned)i).span;

@@ -102,6 +102,9 @@ static void add_resident(void *ctx, struct hz_range run, bool resident)
  * it, a program may never have written it), the cached blocks the memory
  * cgroup cannot hold beside what it will charge go first
  * (cache_policy.c): its faults must never meet a limit our cache filled. */
+#define MAKE_ROOM_ROUNDS 100
+#define MAKE_ROOM_WAIT_NS 1000000ull
+
 static void make_room(size_t size, const struct hz_span *reused)
 {
 	struct hz_cache_batch b = { .count = 0 };
@@ -112,14 +115,21 @@ static void make_room(size_t size, const struct hz_span *reused)
 	if (excess > 0 && reused != NULL &&
 	    hz_prim_residency(reused->range.start, hz_span_bytes(reused), add_resident, &resident) == 0)
 		excess = hz_cache_budget_excess(size - (resident < size ? resident : size), true);
-	/* A few rounds: what is dropped may not have been resident. */
-	for (int round = 0, misses = 0; excess > 0 && round < 16 && misses < 2; round++) {
+	/* Rounds: what is dropped may not have been resident, and the thread
+	 * may hold the table or the last span. Going on would fault the block
+	 * in over a cache the cgroup cannot hold beside it, and the kernel
+	 * kills at the limit; so the caller waits for the thread instead, a
+	 * millisecond at a time (the sleep gives it the CPU: it runs at idle
+	 * priority), at most MAKE_ROOM_ROUNDS of them, only under a limit. */
+	for (int round = 0; excess > 0 && round < MAKE_ROOM_ROUNDS; round++) {
 		size_t before, dropped;
 		struct hz_span held;
 
 		c = hz_prezero_enter(&b);
-		if (c == NULL)
-			break;
+		if (c == NULL) { /* the thread is in its turn at the table */
+			hz_prim_sleep_ns(MAKE_ROOM_WAIT_NS);
+			continue;
+		}
 		before = c->bytes;
 		hz_cache_shrink(c, before > excess ? before - excess : 0, &b);
 		dropped = before - c->bytes;
@@ -131,7 +141,8 @@ static void make_room(size_t size, const struct hz_span *reused)
 			dropped = hz_span_bytes(&held);
 		}
 		hz_prezero_release(&b);
-		misses += dropped == 0; /* the thread finished: collected next round */
+		if (dropped == 0) /* the thread is finishing a span: collected next round */
+			hz_prim_sleep_ns(MAKE_ROOM_WAIT_NS);
 		excess = hz_cache_budget_excess(size - (resident < size ? resident : size), true);
 	}
 	hz_prezero_release(&b);
