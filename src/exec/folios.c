@@ -192,65 +192,67 @@ static int run_length(struct hz_folios *f, uint64_t vpn, uint64_t pfn,
 	return 0;
 }
 
+/* One resident 4 KiB page counted in bucket: *step is 1. */
+static int one_page(struct hz_folio_counts *c, uint64_t *bucket, uint64_t *step)
+{
+	c->resident += HZ_SZ_4K;
+	*bucket += HZ_SZ_4K;
+	*step = 1;
+	return 0;
+}
+
+/* Count the present page at vpn (pagemap entry pm) and, when it starts or
+ * continues a folio, the rest of the folio's run in the range: *step is
+ * the pages counted. */
+static int count_present(struct hz_folios *f, uint64_t vpn, uint64_t end, uint64_t pm,
+			 struct hz_folio_counts *c, uint64_t *step)
+{
+	uint64_t pfn = pm & PM_PFN_MASK, flags, head, pages, run;
+	int ret;
+
+	if (pfn == 0)
+		f->pfn_hidden = true; /* not CAP_SYS_ADMIN */
+	if (!hz_folios_precise(f) || page_flags(f, pfn, &flags) != 0)
+		return one_page(c, &c->unknown, step);
+	if (has(flags, KPF_HUGE))
+		return one_page(c, &c->hugetlb, step);
+	if (!has(flags, KPF_COMPOUND_HEAD) && !has(flags, KPF_COMPOUND_TAIL))
+		return one_page(c, &c->aligned[0], step);
+	if (folio_of(f, pfn, flags, &head, &pages) != 0)
+		return one_page(c, &c->unknown, step);
+	ret = run_length(f, vpn, pfn, head, pages, end, &run);
+	if (ret != 0)
+		return ret;
+	c->resident += run * HZ_SZ_4K;
+	c->cont64k += cont_blocks(vpn, pfn, run) * HZ_SZ_64K;
+	if (pfn == head && run == pages) {
+		unsigned o = order_of(pages);
+
+		if (vpn % pages == 0)
+			c->aligned[o] += run * HZ_SZ_4K;
+		else
+			c->unaligned[o] += run * HZ_SZ_4K;
+	} else {
+		c->partial += run * HZ_SZ_4K;
+	}
+	*step = run;
+	return 0;
+}
+
 int hz_folios_scan(struct hz_folios *f, struct hz_range r, struct hz_folio_counts *c)
 {
 	uint64_t vpn = r.start / HZ_SZ_4K, end = r.end / HZ_SZ_4K;
-	int ret;
 
 	c->mapped += hz_range_len(r);
 	while (vpn < end) {
-		uint64_t pm, pfn, flags, head, pages, run;
+		uint64_t pm, step = 1;
+		int ret = pagemap_entry(f, vpn, &pm);
 
-		ret = pagemap_entry(f, vpn, &pm);
+		if (ret == 0 && (pm & PM_PRESENT))
+			ret = count_present(f, vpn, end, pm, c, &step);
 		if (ret != 0)
 			return ret;
-		if (!(pm & PM_PRESENT)) {
-			vpn++;
-			continue;
-		}
-		pfn = pm & PM_PFN_MASK;
-		if (pfn == 0)
-			f->pfn_hidden = true; /* not CAP_SYS_ADMIN */
-		if (!hz_folios_precise(f) || page_flags(f, pfn, &flags) != 0) {
-			c->resident += HZ_SZ_4K;
-			c->unknown += HZ_SZ_4K;
-			vpn++;
-			continue;
-		}
-		if (has(flags, KPF_HUGE)) {
-			c->resident += HZ_SZ_4K;
-			c->hugetlb += HZ_SZ_4K;
-			vpn++;
-			continue;
-		}
-		if (!has(flags, KPF_COMPOUND_HEAD) && !has(flags, KPF_COMPOUND_TAIL)) {
-			c->resident += HZ_SZ_4K;
-			c->aligned[0] += HZ_SZ_4K;
-			vpn++;
-			continue;
-		}
-		if (folio_of(f, pfn, flags, &head, &pages) != 0) {
-			c->resident += HZ_SZ_4K;
-			c->unknown += HZ_SZ_4K;
-			vpn++;
-			continue;
-		}
-		ret = run_length(f, vpn, pfn, head, pages, end, &run);
-		if (ret != 0)
-			return ret;
-		c->resident += run * HZ_SZ_4K;
-		c->cont64k += cont_blocks(vpn, pfn, run) * HZ_SZ_64K;
-		if (pfn == head && run == pages) {
-			unsigned o = order_of(pages);
-
-			if (vpn % pages == 0)
-				c->aligned[o] += run * HZ_SZ_4K;
-			else
-				c->unaligned[o] += run * HZ_SZ_4K;
-		} else {
-			c->partial += run * HZ_SZ_4K;
-		}
-		vpn += run;
+		vpn += step;
 	}
 	c->precise = hz_folios_precise(f);
 	return 0;
