@@ -10,6 +10,10 @@
  *   stats_target other-table
  *                           first changes the table hash (and the version
  *                           string): another version's counters
+ *   stats_target blocks N MIB
+ *                           instead makes N blocks of MIB MiB and writes
+ *                           every byte (tests/containers.sh, the pod's
+ *                           hugetlb limit), then prints "ready" and waits
  *
  * It finds its header as the tool does without mapping names: the magic at
  * the start of a page of libhugezero's writable mappings (or the anonymous
@@ -63,10 +67,41 @@ static struct hz_stats_header *find_header(void)
  * memory nothing reads). */
 static char *volatile blocks[4];
 
-int main(int argc, char **argv)
+static void wait_for_eof(void)
 {
 	char c;
 
+	printf("ready\n");
+	fflush(stdout);
+	while (read(0, &c, 1) > 0)
+		;
+}
+
+/* stats_target blocks N MIB: N written blocks of MIB MiB, freed at the end
+ * (volatile, as blocks above). */
+static int sized_blocks(int n, size_t mib)
+{
+	char *volatile *held = calloc((size_t)n, sizeof(*held));
+
+	if (held == NULL || n <= 0 || mib == 0)
+		return 1;
+	for (int i = 0; i < n; i++) {
+		held[i] = malloc(mib * MIB);
+		if (held[i] == NULL)
+			return 1;
+		memset(held[i], 1, mib * MIB);
+	}
+	wait_for_eof();
+	for (int i = 0; i < n; i++)
+		free(held[i]);
+	free((void *)held);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 3 && strcmp(argv[1], "blocks") == 0)
+		return sized_blocks(atoi(argv[2]), strtoull(argv[3], NULL, 10));
 	for (int i = 0; i < 4; i++) {
 		blocks[i] = i == 3 ? calloc(1, 16 * MIB) : malloc(32 * MIB);
 		if (blocks[i] == NULL)
@@ -89,10 +124,7 @@ int main(int argc, char **argv)
 			snprintf(h->version, sizeof(h->version), "9.8.7");
 		}
 	}
-	printf("ready\n");
-	fflush(stdout);
-	while (read(0, &c, 1) > 0)
-		;
+	wait_for_eof();
 	for (int i = 0; i < 4; i++)
 		free(blocks[i]);
 	return 0;
