@@ -10,6 +10,8 @@
 #include <sys/mman.h>
 #include <cmocka.h>
 
+#include "util.h"
+
 #include "zero.h"
 
 #define PAGE ((size_t)4096)
@@ -118,6 +120,10 @@ static void range_with_a_hole_is_never_written_through(void **state)
 	enum hz_zero_method m = HZ_ZERO_CLEAR;
 
 	(void)state;
+	if (!hz_test_mincore_sees_holes()) {
+		print_message("skipped: mincore and madvise do not both fail on an unmapped page here (qemu-user)\n");
+		skip();
+	}
 	for (unsigned i = 0; i < 2; i++) {
 		unsigned char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
 					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
