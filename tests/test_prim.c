@@ -116,6 +116,23 @@ static bool mapped(const void *p, size_t len)
 	return mincore((void *)p, len, vec) == 0;
 }
 
+/* The 1 GiB commit tests need a pool that cannot back the commit. */
+static void need_empty_1g_pool(void)
+{
+	char buf[32] = "";
+	FILE *f = fopen("/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages", "r");
+
+	if (f != NULL) {
+		if (fgets(buf, sizeof(buf), f) == NULL)
+			buf[0] = '\0';
+		fclose(f);
+	}
+	if (atol(buf) > 0) {
+		print_message("skipped: the 1 GiB hugetlb pool has pages here\n");
+		skip();
+	}
+}
+
 /* The checks below read reservations with mincore, which qemu-user refuses
  * on PROT_NONE pages. */
 static void need_mincore_on_reservations(void)
@@ -203,8 +220,6 @@ static void reserve_hole_spares_a_mapping_made_in_the_hole(void **state)
  * back (nothing else was mapped there: not -EEXIST). */
 static void failed_hugetlb_commit_refills_the_hole(void **state)
 {
-	char buf[32] = "";
-	FILE *f = fopen("/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages", "r");
 	uint64_t taken = hz_prim_holes_taken();
 	bool advised;
 	int ret;
@@ -212,15 +227,7 @@ static void failed_hugetlb_commit_refills_the_hole(void **state)
 
 	(void)state;
 	need_mincore_on_reservations();
-	if (f != NULL) {
-		if (fgets(buf, sizeof(buf), f) == NULL)
-			buf[0] = '\0';
-		fclose(f);
-	}
-	if (atol(buf) > 0) {
-		print_message("skipped: the 1 GiB hugetlb pool has pages here\n");
-		skip();
-	}
+	need_empty_1g_pool();
 	assert_int_equal(hz_prim_reserve((size_t)1 << 30, (size_t)1 << 30, (void **)&p), 0);
 	ret = hz_prim_commit((uintptr_t)p, (size_t)1 << 30, HZ_PAGES_HUGETLB_1G, &advised);
 	assert_true(ret < 0 && ret != -EEXIST);
@@ -234,23 +241,13 @@ static void failed_hugetlb_commit_refills_the_hole(void **state)
  * (never unmapped, so never refilled: no hole to be taken meanwhile). */
 static void failed_populated_hugetlb_commit_keeps_the_reservation(void **state)
 {
-	char buf[32] = "";
-	FILE *f = fopen("/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages", "r");
 	uint64_t taken = hz_prim_holes_taken();
 	int ret;
 	char *p;
 
 	(void)state;
 	need_mincore_on_reservations();
-	if (f != NULL) {
-		if (fgets(buf, sizeof(buf), f) == NULL)
-			buf[0] = '\0';
-		fclose(f);
-	}
-	if (atol(buf) > 0) {
-		print_message("skipped: the 1 GiB hugetlb pool has pages here\n");
-		skip();
-	}
+	need_empty_1g_pool();
 	assert_int_equal(hz_prim_reserve((size_t)1 << 30, (size_t)1 << 30, (void **)&p), 0);
 	ret = hz_prim_commit_populated((uintptr_t)p, (size_t)1 << 30, HZ_PAGES_HUGETLB_1G);
 	assert_true(ret < 0 && ret != -EEXIST);
