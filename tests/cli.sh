@@ -8,18 +8,8 @@ version=$2
 passed=0
 failed=0
 
-check() { # description, then a command that must succeed
-	local what=$1
-	shift
-	if "$@" >/dev/null 2>&1; then
-		passed=$((passed + 1))
-	else
-		echo "FAIL: $what"
-		failed=$((failed + 1))
-	fi
-}
-
-status_of() { "$@" >/dev/null 2>&1; echo $?; }
+# shellcheck source=tests/check.sh
+. "$(dirname "${BASH_SOURCE[0]}")/check.sh"
 
 check "--version prints the meson version" \
 	bash -c "[ \"\$('$hz' --version)\" = 'hugezero $version' ]"

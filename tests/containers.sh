@@ -44,16 +44,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
-check() { # description, then a command that must succeed
-	local what=$1
-	shift
-	if "$@" >/dev/null 2>&1; then
-		passed=$((passed + 1))
-	else
-		echo "FAIL: $what"
-		failed=$((failed + 1))
-	fi
-}
+# shellcheck source=tests/check.sh
+. "$(dirname "${BASH_SOURCE[0]}")/check.sh"
 
 # ---- the image ----
 

@@ -20,18 +20,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-check() { # description, then a command that must succeed
-	local what=$1
-	shift
-	if "$@" >/dev/null 2>&1; then
-		passed=$((passed + 1))
-	else
-		echo "FAIL: $what"
-		failed=$((failed + 1))
-	fi
-}
-
-status_of() { "$@" >/dev/null 2>&1; echo $?; }
+# shellcheck source=tests/check.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../check.sh"
 
 # Starts stats_target [MODE] under the preload on fd $1's fifo; sets $pid
 # once it printed "ready" (it waits until that fd closes).
