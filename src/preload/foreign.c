@@ -18,12 +18,14 @@
  *    plain reservation over the range (hz_prim_reset_reservation), which
  *    drops every property at once.
  *
- * What it cannot see: a change made with a raw system call (syscall(2),
- * inline assembly) instead of the C library's wrapper, and ioctls other
- * than UFFDIO_REGISTER. For those the zeroing code still never writes into
- * a hole (mincore's ENOMEM: hz_zero_choose), and the pre-zero thread reads
- * the mark again after taking a span (prezero.c, zero_job); a block
- * made read-only by a raw mprotect and then freed remains a risk.
+ * The same calls made by number through the C library's syscall() take
+ * the same path (syscall.c). What it cannot see: a system call made with
+ * the program's own instruction (inline assembly, a runtime's own stubs)
+ * instead of the C library, and ioctls other than UFFDIO_REGISTER. For
+ * those the zeroing code still never writes into a hole (mincore's
+ * ENOMEM: hz_zero_choose), and the pre-zero thread reads the mark again
+ * after taking a span (prezero.c, zero_job); a block made read-only by
+ * such a system call and then freed remains a risk.
  *
  * userfaultfd: registration is an ioctl, and an ioctl wrapper sees every
  * device call of the program. It is still the cheapest sound check: one
@@ -47,6 +49,7 @@
 #include <sys/mman.h>
 
 #include "../blocks.h"
+#include "../blocks_view.h"
 #include "../prim/memory.h"
 #include "../range.h"
 #include "../recycle.h"
@@ -167,6 +170,26 @@ static bool all_foreign(uintptr_t a, uintptr_t end)
 	return true;
 }
 
+/* Whether [a, end) lies inside one live block: the first granule at or
+ * before a whose block is live must reach end. Read without the blocks
+ * lock: the caller unmaps memory it holds, which no other thread frees
+ * meanwhile unless the program races with itself. */
+static bool inside_live_block(uintptr_t a, uintptr_t end)
+{
+	const struct hz_block_region *r = hz_blocks_region_of(a);
+	size_t g, last;
+
+	if (r == NULL || end > r->range.end)
+		return false;
+	last = (end - 1 - r->range.start) / HZ_GRANULE;
+	for (g = (a - r->range.start) / HZ_GRANULE;; g--) {
+		if (__atomic_load_n(&r->meta[g].live, __ATOMIC_ACQUIRE))
+			return g + __atomic_load_n(&r->meta[g].granules, __ATOMIC_RELAXED) > last;
+		if (g == 0)
+			return false;
+	}
+}
+
 int hz_foreign_unmap(void *addr, size_t len)
 {
 	uintptr_t a = (uintptr_t)addr, end;
@@ -175,9 +198,20 @@ int hz_foreign_unmap(void *addr, size_t len)
 		return -EINVAL;
 	len = hz_align_up(len, HZ_SZ_4K);
 	end = a + len;
-	if (end < a || a < hz_reservation.start || end > hz_reservation.end || !all_foreign(a, end))
+	if (end < a || a < hz_reservation.start || end > hz_reservation.end)
 		return -EINVAL;
-	/* The program's mapping goes; the range stays ours, and reads as
-	 * unmapped (PROT_NONE) until the block's free resets all of it. */
+	/* The program's own mapping over a block (all foreign), or part of a
+	 * live block of its own: glibc's munmap would unmap either (a block's
+	 * tail given back by a program that knows it is mmapped), and the
+	 * program may never touch that range again. It goes; the range stays
+	 * ours, marked so that the block's free resets all of it, and reads
+	 * as unmapped (PROT_NONE) until then, so no other mapping lands
+	 * inside a region. Anything else (a freed block, free space, two
+	 * blocks at once) is refused. */
+	if (!all_foreign(a, end)) {
+		if (!inside_live_block(a, end))
+			return -EINVAL;
+		hz_blocks_mark_foreign(a, len);
+	}
 	return hz_prim_reset_reservation(a, len);
 }
