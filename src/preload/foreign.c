@@ -190,6 +190,19 @@ static bool inside_live_block(uintptr_t a, uintptr_t end)
 	}
 }
 
+/* [a, a + len) (len rounded to pages) lies in the reservation, and is the
+ * program's to unmap or move: its own mapping over a block, or part of a
+ * live block of its own. Sets *end. */
+static bool programs_range(uintptr_t a, size_t len, uintptr_t *end)
+{
+	if (len == 0 || a % HZ_SZ_4K != 0 || len > SIZE_MAX - HZ_SZ_4K)
+		return false;
+	*end = a + hz_align_up(len, HZ_SZ_4K);
+	if (*end < a || a < hz_reservation.start || *end > hz_reservation.end)
+		return false;
+	return all_foreign(a, *end) || inside_live_block(a, *end);
+}
+
 int hz_foreign_unmap(void *addr, size_t len)
 {
 	uintptr_t a = (uintptr_t)addr, end;
@@ -214,4 +227,47 @@ int hz_foreign_unmap(void *addr, size_t len)
 		hz_blocks_mark_foreign(a, len);
 	}
 	return hz_prim_reset_reservation(a, len);
+}
+
+/* mremap of the program's own range in a block (a file view it mapped
+ * there and now shrinks, grows or moves), or of a range onto its own
+ * block with MREMAP_FIXED, as glibc would let it. A shrink in place
+ * drops the tail the way munmap does (no hole at any time). A move
+ * leaves a hole where the range was, which is reserved again at once
+ * without replacing anything (hz_prim_reserve_hole): a mapping another
+ * thread made there in between (microseconds) survives, and is the one
+ * risk left, since the block's free resets its whole range. */
+int hz_foreign_remap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr,
+		     void **out)
+{
+	uintptr_t a = (uintptr_t)old, end = 0, to_end = 0;
+	bool old_ours = hz_blocks_touches(hz_range_make(a, old_len > UINTPTR_MAX - a ? 0 : old_len));
+	bool fixed = (flags & MREMAP_FIXED) != 0;
+	size_t keep = hz_align_up(new_len, HZ_SZ_4K);
+	void *p;
+
+	if (!active() || (old_ours && !programs_range(a, old_len, &end)))
+		return -EINVAL;
+	if (fixed && hz_blocks_touches(hz_range_make((uintptr_t)new_addr, new_len)) &&
+	    !programs_range((uintptr_t)new_addr, new_len, &to_end))
+		return -EINVAL;
+	if (old_ours)
+		hz_blocks_mark_foreign(a, end - a);
+	if (fixed && to_end != 0)
+		hz_blocks_mark_foreign((uintptr_t)new_addr, to_end - (uintptr_t)new_addr);
+	if (old_ours && !fixed && new_len != 0 && keep < end - a) {
+		int ret = hz_prim_reset_reservation(a + keep, end - a - keep);
+
+		if (ret != 0)
+			return ret;
+		*out = old;
+		return 0;
+	}
+	p = hz_next.next_mremap(old, old_len, new_len, flags, new_addr);
+	if (p == MAP_FAILED)
+		return -errno;
+	if (old_ours && p != old && !(flags & MREMAP_DONTUNMAP))
+		(void)hz_prim_reserve_hole(a, end - a); /* -EEXIST: counted there */
+	*out = p;
+	return 0;
 }

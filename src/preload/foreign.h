@@ -49,4 +49,15 @@ HZ_PRIVATE_API void hz_foreign_ioctl_end(unsigned long request, const void *arg,
  * block), or the reset's error. */
 int hz_foreign_unmap(void *addr, size_t len);
 
+/* mremap(old, old_len, new_len, flags, new_addr) where the old range, or
+ * the MREMAP_FIXED target, touches the reservation (mmap.c): allowed, as
+ * munmap above, when the old range is the program's own (its mapping
+ * over a block, or part of a live block of its own) and the target, when
+ * inside the reservation, is too; those granules become foreign. A
+ * shrink in place resets the tail to reservation; a move reserves the
+ * range it left again (MAP_FIXED_NOREPLACE). Returns 0 with *out set,
+ * -EINVAL when refused, or the call's negative errno value. */
+int hz_foreign_remap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr,
+		     void **out);
+
 #endif /* HZ_PRELOAD_FOREIGN_H */
