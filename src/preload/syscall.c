@@ -8,7 +8,8 @@
  * interposed like the rest: the numbers of the calls the wrappers handle
  * take the same path (foreign marks, the munmap and mremap refusal),
  * every other number goes straight to the C library, which costs one
- * switch per call.
+ * switch per call. unshare and setns by number stop the pre-zero thread
+ * first, as their wrappers do (ns.c).
  *
  * What still cannot be seen: a system call made with an instruction of
  * the program's own (inline assembly, a runtime's own stubs: Go, some
@@ -92,6 +93,8 @@ static bool interposed(long nr)
 	case SYS_munlockall:
 	case SYS_mseal:
 	case SYS_ioctl:
+	case SYS_unshare:
+	case SYS_setns:
 		return true;
 	default:
 		return false;
@@ -99,6 +102,23 @@ static bool interposed(long nr)
 }
 
 #define REAL(real, nr, a) real(nr, a[0], a[1], a[2], a[3], a[4], a[5])
+
+/* unshare and setns by number, for ns.c, which stops the pre-zero thread
+ * and then calls the function it is given. Every thread stores the same
+ * value (the C library's syscall). */
+static hz_syscall_fn ns_real;
+
+static int raw_unshare(int flags)
+{
+	return (int)__atomic_load_n(&ns_real, __ATOMIC_RELAXED)(SYS_unshare, (long)flags, 0L, 0L,
+								 0L, 0L, 0L);
+}
+
+static int raw_setns(int fd, int nstype)
+{
+	return (int)__atomic_load_n(&ns_real, __ATOMIC_RELAXED)(SYS_setns, (long)fd,
+								 (long)nstype, 0L, 0L, 0L, 0L);
+}
 
 /* The calls that return their own result: the unmap and move of a range
  * (refused inside hugezero's regions), and the ones whose handler needs
@@ -131,6 +151,12 @@ static long route(hz_syscall_fn real, long nr, const long a[6])
 		ret = REAL(real, nr, a);
 		hz_foreign_ioctl_end((unsigned int)a[1], (const void *)a[2], ret == 0 ? 0 : -1);
 		return ret;
+	case SYS_unshare:
+		__atomic_store_n(&ns_real, real, __ATOMIC_RELAXED);
+		return hz_preload_unshare(raw_unshare, (int)a[0]);
+	case SYS_setns:
+		__atomic_store_n(&ns_real, real, __ATOMIC_RELAXED);
+		return hz_preload_setns(raw_setns, (int)a[0], (int)a[1]);
 	case SYS_mmap:
 		if ((int)a[3] & MAP_FIXED)
 			hz_foreign_changed(addr, len); /* over a block: foreign.h */
