@@ -118,6 +118,32 @@ static int shared_anonymous_freed(void)
 	return 0;
 }
 
+/* A memfd (an anonymous file: shared memory handed to another process,
+ * a JIT's dual mapping) put over part of the block and written, then the
+ * block freed with it in place: the memfd keeps what the program wrote,
+ * and the next owners get zero. */
+static int memfd_view_freed(void)
+{
+	static unsigned char fill[64 * 1024];
+	int fd = memfd_create("hostile", MFD_CLOEXEC);
+	char *p, *v;
+
+	if (fd < 0)
+		SKIP("memfd_create: %s", strerror(errno));
+	memset(fill, 0xab, sizeof(fill));
+	for (size_t off = 0; off < FILE_LEN; off += sizeof(fill))
+		CHECK(pwrite(fd, fill, sizeof(fill), (off_t)off) == (ssize_t)sizeof(fill), "pwrite");
+	p = block();
+	v = map_over(p, MAP_SHARED, fd);
+	memset(v, 0xcd, WRITTEN);
+	free(p);
+	hostile_use_new_block(BLOCK, true);
+	hostile_use_new_block(BLOCK, false);
+	file_is_intact(fd);
+	close(fd);
+	return 0;
+}
+
 /* The program shrinks its shared view in place with mremap, then unmaps
  * what is left: both are its own mapping's business. */
 static int shared_view_shrunk(void)
@@ -166,6 +192,7 @@ int main(int argc, char **argv)
 		{ "shared_file_unmapped", shared_view_unmapped },
 		{ "shared_file_freed", shared_view_freed },
 		{ "shared_anonymous", shared_anonymous_freed },
+		{ "memfd", memfd_view_freed },
 		{ "shared_file_shrunk", shared_view_shrunk },
 		{ "shared_file_moved", shared_view_moved },
 		{ NULL, NULL },
