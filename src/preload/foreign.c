@@ -170,9 +170,13 @@ static bool all_foreign(uintptr_t a, uintptr_t end)
 	return true;
 }
 
-/* Whether [a, end) lies inside one live block: the first granule at or
- * before a whose block is live must reach end. Read without the blocks
- * lock: the caller unmaps memory it holds, which no other thread frees
+/* Whether [a, end) lies inside one live block, past its first page: the
+ * first granule at or before a whose block is live must reach end. A
+ * range from the block's start is the bug the refusal names (the pointer
+ * malloc returned, taken for one from mmap: under glibc that pointer is
+ * not even page aligned, and munmap fails); a tail is what a program
+ * gives back from glibc's mmapped chunk. Read without the blocks lock:
+ * the caller unmaps memory it holds, which no other thread frees
  * meanwhile unless the program races with itself. */
 static bool inside_live_block(uintptr_t a, uintptr_t end)
 {
@@ -184,7 +188,8 @@ static bool inside_live_block(uintptr_t a, uintptr_t end)
 	last = (end - 1 - r->range.start) / HZ_GRANULE;
 	for (g = (a - r->range.start) / HZ_GRANULE;; g--) {
 		if (__atomic_load_n(&r->meta[g].live, __ATOMIC_ACQUIRE))
-			return g + __atomic_load_n(&r->meta[g].granules, __ATOMIC_RELAXED) > last;
+			return g + __atomic_load_n(&r->meta[g].granules, __ATOMIC_RELAXED) > last &&
+			       a >= r->range.start + g * HZ_GRANULE + HZ_SZ_4K;
 		if (g == 0)
 			return false;
 	}

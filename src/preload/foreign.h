@@ -42,11 +42,11 @@ HZ_PRIVATE_API void hz_foreign_ioctl_end(unsigned long request, const void *arg,
 /* munmap of [addr, addr + len) inside the reservation (mmap.c): when every
  * granule it touches is foreign (the program's own mapping, put over a
  * block with mmap(MAP_FIXED), is what it unmaps), or the range lies inside
- * one live block (part of its own block, which glibc's munmap would
- * unmap too), the range becomes reservation again, which reads as
- * unmapped to the program, its granules are foreign, and 0 is returned.
- * Otherwise -EINVAL (refused: a freed block, free space, or more than one
- * block), or the reset's error. */
+ * one live block past its first page (a tail of its own block, which
+ * glibc's munmap would unmap too), the range becomes reservation again,
+ * which reads as unmapped to the program, its granules are foreign, and 0
+ * is returned. Otherwise -EINVAL (refused: a freed block, free space, a
+ * block's start, or more than one block), or the reset's error. */
 int hz_foreign_unmap(void *addr, size_t len);
 
 /* mremap(old, old_len, new_len, flags, new_addr) where the old range, or

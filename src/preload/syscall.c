@@ -20,7 +20,9 @@
  * hugezero's own system calls (src/prim/linux.c calls syscall()) resolve
  * to the shim's symbol as well: a call whose return address lies in this
  * object goes straight to the C library, or hugezero's own munmap of a
- * region would be refused as the program's. */
+ * region would be refused as the program's. (A tail call would show its
+ * caller's address instead: only hz_prim_getpid and hz_prim_gettid make
+ * theirs that way, numbers that are not routed.) */
 #include "syscall.h"
 
 #include <errno.h>
@@ -101,7 +103,10 @@ static bool interposed(long nr)
 	}
 }
 
-#define REAL(real, nr, a) real(nr, a[0], a[1], a[2], a[3], a[4], a[5])
+static long call(hz_syscall_fn real, long nr, const long a[6])
+{
+	return real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
 
 /* unshare and setns by number, for ns.c, which stops the pre-zero thread
  * and then calls the function it is given. Every thread stores the same
@@ -140,15 +145,15 @@ static long route(hz_syscall_fn real, long nr, const long a[6])
 	}
 	case SYS_mlockall:
 		hz_foreign_lock_all_begin((int)a[0]);
-		ret = REAL(real, nr, a);
+		ret = call(real, nr, a);
 		hz_foreign_lock_all_end((int)a[0], ret == 0 ? 0 : -1);
 		return ret;
 	case SYS_munlockall:
-		ret = REAL(real, nr, a);
+		ret = call(real, nr, a);
 		hz_foreign_unlock_all_end(ret == 0 ? 0 : -1);
 		return ret;
 	case SYS_ioctl:
-		ret = REAL(real, nr, a);
+		ret = call(real, nr, a);
 		hz_foreign_ioctl_end((unsigned int)a[1], (const void *)a[2], ret == 0 ? 0 : -1);
 		return ret;
 	case SYS_unshare:
@@ -168,7 +173,7 @@ static long route(hz_syscall_fn real, long nr, const long a[6])
 		hz_foreign_changed(addr, len);
 		break;
 	}
-	return REAL(real, nr, a);
+	return call(real, nr, a);
 }
 
 HZ_PRIVATE_API long hz_preload_syscall(hz_syscall_fn real, const void *caller, long nr,
@@ -179,6 +184,6 @@ HZ_PRIVATE_API long hz_preload_syscall(hz_syscall_fn real, const void *caller, l
 		return -1;
 	}
 	if (!interposed(nr) || from_hugezero(caller))
-		return REAL(real, nr, a);
+		return call(real, nr, a);
 	return route(real, nr, a);
 }
