@@ -13,9 +13,8 @@
  *
  * What still cannot be seen: a system call made with an instruction of
  * the program's own (inline assembly, a runtime's own stubs: Go, some
- * JITs), and syscall() of a static binary. The zeroing code's hole check
- * and the pre-zero thread's second look at the mark (foreign.c) remain
- * the defence there.
+ * JITs). The zeroing code's hole check and the pre-zero thread's second
+ * look at the mark (foreign.c) remain the defence there.
  *
  * hugezero's own system calls (src/prim/linux.c calls syscall()) resolve
  * to the shim's symbol as well: a call whose return address lies in this
