@@ -152,6 +152,25 @@ static int madvise_dontdump_then_reuse(void)
 	return 0;
 }
 
+/* mseal (Linux 6.10; glibc 2.36 has no wrapper) of a writable block, as
+ * a hardened program seals what must never be remapped: glibc's free then
+ * fails to unmap it and leaves it, and the program's later blocks work. */
+static int mseal_writable_then_reuse(void)
+{
+#ifndef SYS_mseal
+#define SYS_mseal 462
+#endif
+	char *p = block();
+
+	if (syscall(SYS_mseal, p, BLOCK, 0L) != 0)
+		SKIP("mseal is not available here: %s", strerror(errno));
+	free(p);
+	for (int i = 0; i < 4; i++)
+		hostile_use_new_block(BLOCK, i % 2);
+	sleep_ms(300);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct hostile_variant variants[] = {
@@ -162,6 +181,7 @@ int main(int argc, char **argv)
 		{ "mmap_shared_munmap", mmap_fixed_shared_file_munmap },
 		{ "munmap_tail", munmap_tail_then_reuse },
 		{ "madvise_dontdump", madvise_dontdump_then_reuse },
+		{ "mseal_writable", mseal_writable_then_reuse },
 		{ NULL, NULL },
 	};
 
