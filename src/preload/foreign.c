@@ -18,12 +18,14 @@
  *    plain reservation over the range (hz_prim_reset_reservation), which
  *    drops every property at once.
  *
- * What it cannot see: a change made with a raw system call (syscall(2),
- * inline assembly) instead of the C library's wrapper, and ioctls other
- * than UFFDIO_REGISTER. For those the zeroing code still never writes into
- * a hole (mincore's ENOMEM: hz_zero_choose), and the pre-zero thread reads
- * the mark again after taking a span (prezero.c, zero_job); a block
- * made read-only by a raw mprotect and then freed remains a risk.
+ * The same calls made by number through the C library's syscall() take
+ * the same path (syscall.c). What it cannot see: a system call made with
+ * the program's own instruction (inline assembly, a runtime's own stubs)
+ * instead of the C library, and ioctls other than UFFDIO_REGISTER. For
+ * those the zeroing code still never writes into a hole (mincore's
+ * ENOMEM: hz_zero_choose), and the pre-zero thread reads the mark again
+ * after taking a span (prezero.c, zero_job); a block made read-only by
+ * such a system call and then freed remains a risk.
  *
  * userfaultfd: registration is an ioctl, and an ioctl wrapper sees every
  * device call of the program. It is still the cheapest sound check: one
@@ -47,6 +49,7 @@
 #include <sys/mman.h>
 
 #include "../blocks.h"
+#include "../blocks_view.h"
 #include "../prim/memory.h"
 #include "../range.h"
 #include "../recycle.h"
@@ -167,6 +170,44 @@ static bool all_foreign(uintptr_t a, uintptr_t end)
 	return true;
 }
 
+/* Whether [a, end) lies inside one live block, past its first page: the
+ * first granule at or before a whose block is live must reach end. A
+ * range from the block's start is the bug the refusal names (the pointer
+ * malloc returned, taken for one from mmap: under glibc that pointer is
+ * not even page aligned, and munmap fails); a tail is what a program
+ * gives back from glibc's mmapped chunk. Read without the blocks lock:
+ * the caller unmaps memory it holds, which no other thread frees
+ * meanwhile unless the program races with itself. */
+static bool inside_live_block(uintptr_t a, uintptr_t end)
+{
+	const struct hz_block_region *r = hz_blocks_region_of(a);
+	size_t g, last;
+
+	if (r == NULL || end > r->range.end)
+		return false;
+	last = (end - 1 - r->range.start) / HZ_GRANULE;
+	for (g = (a - r->range.start) / HZ_GRANULE;; g--) {
+		if (__atomic_load_n(&r->meta[g].live, __ATOMIC_ACQUIRE))
+			return g + __atomic_load_n(&r->meta[g].granules, __ATOMIC_RELAXED) > last &&
+			       a >= r->range.start + g * HZ_GRANULE + HZ_SZ_4K;
+		if (g == 0)
+			return false;
+	}
+}
+
+/* [a, a + len) (len rounded to pages) lies in the reservation, and is the
+ * program's to unmap or move: its own mapping over a block, or part of a
+ * live block of its own. Sets *end. */
+static bool programs_range(uintptr_t a, size_t len, uintptr_t *end)
+{
+	if (len == 0 || a % HZ_SZ_4K != 0 || len > SIZE_MAX - HZ_SZ_4K)
+		return false;
+	*end = a + hz_align_up(len, HZ_SZ_4K);
+	if (*end < a || a < hz_reservation.start || *end > hz_reservation.end)
+		return false;
+	return all_foreign(a, *end) || inside_live_block(a, *end);
+}
+
 int hz_foreign_unmap(void *addr, size_t len)
 {
 	uintptr_t a = (uintptr_t)addr, end;
@@ -175,9 +216,63 @@ int hz_foreign_unmap(void *addr, size_t len)
 		return -EINVAL;
 	len = hz_align_up(len, HZ_SZ_4K);
 	end = a + len;
-	if (end < a || a < hz_reservation.start || end > hz_reservation.end || !all_foreign(a, end))
+	if (end < a || a < hz_reservation.start || end > hz_reservation.end)
 		return -EINVAL;
-	/* The program's mapping goes; the range stays ours, and reads as
-	 * unmapped (PROT_NONE) until the block's free resets all of it. */
+	/* The program's own mapping over a block (all foreign), or part of a
+	 * live block of its own: glibc's munmap would unmap either (a block's
+	 * tail given back by a program that knows it is mmapped), and the
+	 * program may never touch that range again. It goes; the range stays
+	 * ours, marked so that the block's free resets all of it, and reads
+	 * as unmapped (PROT_NONE) until then, so no other mapping lands
+	 * inside a region. Anything else (a freed block, free space, two
+	 * blocks at once) is refused. */
+	if (!all_foreign(a, end)) {
+		if (!inside_live_block(a, end))
+			return -EINVAL;
+		hz_blocks_mark_foreign(a, len);
+	}
 	return hz_prim_reset_reservation(a, len);
+}
+
+/* mremap of the program's own range in a block (a file view it mapped
+ * there and now shrinks, grows or moves), or of a range onto its own
+ * block with MREMAP_FIXED, as glibc would let it. A shrink in place
+ * drops the tail the way munmap does (no hole at any time). A move
+ * leaves a hole where the range was, which is reserved again at once
+ * without replacing anything (hz_prim_reserve_hole): a mapping another
+ * thread made there in between (microseconds) survives, and is the one
+ * risk left, since the block's free resets its whole range. */
+int hz_foreign_remap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr,
+		     void **out)
+{
+	uintptr_t a = (uintptr_t)old, end = 0, to_end = 0;
+	bool old_ours = hz_blocks_touches(hz_range_make(a, old_len > UINTPTR_MAX - a ? 0 : old_len));
+	bool fixed = (flags & MREMAP_FIXED) != 0;
+	size_t keep = hz_align_up(new_len, HZ_SZ_4K);
+	void *p;
+
+	if (!active() || (old_ours && !programs_range(a, old_len, &end)))
+		return -EINVAL;
+	if (fixed && hz_blocks_touches(hz_range_make((uintptr_t)new_addr, new_len)) &&
+	    !programs_range((uintptr_t)new_addr, new_len, &to_end))
+		return -EINVAL;
+	if (old_ours)
+		hz_blocks_mark_foreign(a, end - a);
+	if (fixed && to_end != 0)
+		hz_blocks_mark_foreign((uintptr_t)new_addr, to_end - (uintptr_t)new_addr);
+	if (old_ours && !fixed && new_len != 0 && keep < end - a) {
+		int ret = hz_prim_reset_reservation(a + keep, end - a - keep);
+
+		if (ret != 0)
+			return ret;
+		*out = old;
+		return 0;
+	}
+	p = hz_next.next_mremap(old, old_len, new_len, flags, new_addr);
+	if (p == MAP_FAILED)
+		return -errno;
+	if (old_ours && p != old && !(flags & MREMAP_DONTUNMAP))
+		(void)hz_prim_reserve_hole(a, end - a); /* -EEXIST: counted there */
+	*out = p;
+	return 0;
 }

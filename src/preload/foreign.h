@@ -41,10 +41,23 @@ HZ_PRIVATE_API void hz_foreign_ioctl_end(unsigned long request, const void *arg,
 
 /* munmap of [addr, addr + len) inside the reservation (mmap.c): when every
  * granule it touches is foreign (the program's own mapping, put over a
- * block with mmap(MAP_FIXED), is what it unmaps), the range becomes
- * reservation again, which reads as unmapped to the program, and 0 is
- * returned. Otherwise -EINVAL (refused, as before: unmapping malloc'd
- * memory is a bug), or the reset's error. */
+ * block with mmap(MAP_FIXED), is what it unmaps), or the range lies inside
+ * one live block past its first page (a tail of its own block, which
+ * glibc's munmap would unmap too), the range becomes reservation again,
+ * which reads as unmapped to the program, its granules are foreign, and 0
+ * is returned. Otherwise -EINVAL (refused: a freed block, free space, a
+ * block's start, or more than one block), or the reset's error. */
 int hz_foreign_unmap(void *addr, size_t len);
+
+/* mremap(old, old_len, new_len, flags, new_addr) where the old range, or
+ * the MREMAP_FIXED target, touches the reservation (mmap.c): allowed, as
+ * munmap above, when the old range is the program's own (its mapping
+ * over a block, or part of a live block of its own) and the target, when
+ * inside the reservation, is too; those granules become foreign. A
+ * shrink in place resets the tail to reservation; a move reserves the
+ * range it left again (MAP_FIXED_NOREPLACE). Returns 0 with *out set,
+ * -EINVAL when refused, or the call's negative errno value. */
+int hz_foreign_remap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr,
+		     void **out);
 
 #endif /* HZ_PRELOAD_FOREIGN_H */

@@ -76,10 +76,13 @@ HZ_PRIVATE_API void *hz_preload_mmap(void *addr, size_t len, int prot, int flags
 	return hz_next.next_mmap(addr, len, prot, flags, fd, off);
 }
 
-/* The regions hold our blocks and their metadata's promises: a program
- * that unmaps or moves part of one (always a bug: it is not the program's
- * memory) would let the kernel place other mappings where we later map
- * blocks. Refuse, as the kernel does for ranges it does not allow. */
+/* The regions hold our blocks and their metadata's promises: a range the
+ * kernel unmapped inside one could take other mappings where we later map
+ * blocks. So munmap and mremap there go through foreign.c, which lets the
+ * program unmap or move what is its own (a mapping it put over a block,
+ * part of a live block of its own) and keeps the range reserved; anything
+ * else (a freed block, free space: a bug) is refused, as the kernel does
+ * for ranges it does not allow. */
 static int touches_reservation(const void *addr, size_t len)
 {
 	uintptr_t a = (uintptr_t)addr;
@@ -121,6 +124,16 @@ HZ_PRIVATE_API void *hz_preload_mremap(void *old, size_t old_len, size_t new_len
 {
 	if (touches_reservation(old, old_len) ||
 	    ((flags & MREMAP_FIXED) && touches_reservation(new_addr, new_len))) {
+		/* The program's own range goes or moves (foreign.h). */
+		void *out;
+		int ret = hz_foreign_remap(old, old_len, new_len, flags, new_addr, &out);
+
+		if (ret == 0)
+			return out;
+		if (ret != -EINVAL) {
+			errno = -ret;
+			return MAP_FAILED;
+		}
 		refuse("mremap", old);
 		return MAP_FAILED;
 	}

@@ -19,6 +19,9 @@
  * into the library that checked its own state. */
 static int started;
 
+/* The versioned lookup of the same names (defined at the end of the file). */
+static void resolve_versioned(struct hz_next *next);
+
 static void resolve(struct hz_next *next)
 {
 	next->next_malloc = dlsym(RTLD_NEXT, "malloc");
@@ -34,6 +37,7 @@ static void resolve(struct hz_next *next)
 	next->next_mmap = dlsym(RTLD_NEXT, "mmap");
 	next->next_munmap = dlsym(RTLD_NEXT, "munmap");
 	next->next_mremap = dlsym(RTLD_NEXT, "mremap");
+	resolve_versioned(next);
 }
 
 /* The first call of a thread before start-up completed. In the thread that
@@ -352,4 +356,114 @@ EXPORT int unshare(int flags)
 EXPORT int setns(int fd, int nstype)
 {
 	return hz_preload_setns(NEXT(int (*)(int, int), "setns"), fd, nstype);
+}
+
+/* ---- the next allocator at the C library's symbol versions ----
+ * A program linked against glibc refers to malloc@GLIBC_2.2.5 (x86_64;
+ * GLIBC_2.17 on aarch64), and ld.so binds it to the first object that
+ * defines that version, even as a non-default one: glibc's
+ * libc_malloc_debug.so defines malloc & co. only at malloc@GLIBC_2.2.5,
+ * which dlsym (it asks for the default version) passes over. So look the
+ * allocator up the way the program's own reference binds, and keep what
+ * dlsym found where the version is not defined. An allocator without
+ * version information (jemalloc, a program's own) matches either way. */
+#include "syscall.h"
+
+/* The C library's syscall() (the end of the file), looked up with the
+ * allocator: a first lookup later could come from hugezero's own futex
+ * wait, inside one of its locks, and dlsym takes the loader's lock. */
+static hz_syscall_fn next_syscall;
+
+static hz_syscall_fn syscall_next(void)
+{
+	hz_syscall_fn fn = __atomic_load_n(&next_syscall, __ATOMIC_RELAXED);
+
+	if (fn == NULL) {
+		fn = (hz_syscall_fn)dlsym(RTLD_NEXT, "syscall");
+		__atomic_store_n(&next_syscall, fn, __ATOMIC_RELAXED);
+	}
+	return fn;
+}
+
+#if defined(__x86_64__)
+#define LIBC_BASE "GLIBC_2.2.5"
+#define LIBC_ALIGNED_ALLOC "GLIBC_2.16"
+#elif defined(__aarch64__)
+#define LIBC_BASE "GLIBC_2.17"
+#define LIBC_ALIGNED_ALLOC "GLIBC_2.17"
+#endif
+
+#ifdef LIBC_BASE
+#define VERSIONED(field, name, version)                                      \
+	do {                                                                 \
+		void *fn_ = dlvsym(RTLD_NEXT, name, version);                \
+		if (fn_ != NULL)                                             \
+			next->field = (__typeof__(next->field))fn_;          \
+	} while (0)
+
+#include <link.h>
+
+/* Whether the object defining a comes before the one defining b in the
+ * search order (the link map's order, for objects loaded at start). */
+static int searched_before(void *a, void *b)
+{
+	Dl_info ia, ib;
+	struct link_map *ma = NULL, *mb = NULL;
+
+	if (dladdr1(a, &ia, (void **)&ma, RTLD_DL_LINKMAP) == 0 ||
+	    dladdr1(b, &ib, (void **)&mb, RTLD_DL_LINKMAP) == 0 || ma == NULL || ma == mb)
+		return 0;
+	for (struct link_map *m = ma->l_next; m != NULL; m = m->l_next)
+		if (m == mb)
+			return 1;
+	return 0;
+}
+
+static void resolve_versioned(struct hz_next *next)
+{
+	/* malloc and free come from one object: both versioned or neither. */
+	void *vmalloc = dlvsym(RTLD_NEXT, "malloc", LIBC_BASE);
+	void *vfree = dlvsym(RTLD_NEXT, "free", LIBC_BASE);
+
+	syscall_next();
+	/* dlvsym passes over a definition without version information in an
+	 * object that has some (jemalloc's malloc), which the program's
+	 * reference does bind to: the versioned answer counts only when it
+	 * comes before dlsym's in the search order. */
+	if (vmalloc == NULL || vfree == NULL || next->next_malloc == NULL ||
+	    !searched_before(vmalloc, (void *)next->next_malloc))
+		return;
+	next->next_malloc = (void *(*)(size_t))vmalloc;
+	next->next_free = (void (*)(void *))vfree;
+	VERSIONED(next_calloc, "calloc", LIBC_BASE);
+	VERSIONED(next_realloc, "realloc", LIBC_BASE);
+	VERSIONED(next_posix_memalign, "posix_memalign", LIBC_BASE);
+	VERSIONED(next_aligned_alloc, "aligned_alloc", LIBC_ALIGNED_ALLOC);
+	VERSIONED(next_memalign, "memalign", LIBC_BASE);
+	VERSIONED(next_valloc, "valloc", LIBC_BASE);
+	VERSIONED(next_pvalloc, "pvalloc", LIBC_BASE);
+	VERSIONED(next_malloc_usable_size, "malloc_usable_size", LIBC_BASE);
+}
+#else
+static void resolve_versioned(struct hz_next *next)
+{
+	(void)next; /* no known base version here: dlsym's answer stands */
+	syscall_next();
+}
+#endif
+
+/* ---- syscall(2) (syscall.c): the memory calls above, made by number ----
+ * glibc's syscall() takes the number and six longs, whatever the call
+ * uses (its own implementation loads six registers): read as many. */
+
+EXPORT long syscall(long nr, ...)
+{
+	long a[6];
+	va_list ap;
+
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	return hz_preload_syscall(syscall_next(), __builtin_return_address(0), nr, a);
 }

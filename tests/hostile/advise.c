@@ -10,6 +10,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define BLOCK (8 * MiB)
@@ -127,6 +128,36 @@ static int pageout(void)
 	return 0;
 }
 
+/* process_madvise (Linux 5.10) on the program's own block, as a memory
+ * manager does to age its cold buffers: content advice, so the freed block
+ * stays plain, and later callocs are zero. */
+static int process_cold(void)
+{
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_process_madvise
+#define SYS_process_madvise 440
+#endif
+	char *p = block();
+	struct iovec iov = { p, BLOCK };
+	int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	long ret;
+
+	if (pidfd < 0)
+		SKIP("pidfd_open: %s", strerror(errno));
+	ret = syscall(SYS_process_madvise, pidfd, &iov, 1UL, MADV_COLD, 0U);
+	if (ret < 0)
+		SKIP("process_madvise(MADV_COLD) is not available here: %s", strerror(errno));
+	CHECK(ret == (long)BLOCK, "process_madvise advised %ld bytes, not %ld", ret, (long)BLOCK);
+	CHECK(hz_test_check(p, BLOCK, 1) == BLOCK, "the advised bytes changed");
+	close(pidfd);
+	free(p);
+	hostile_use_new_block(BLOCK, true);
+	hostile_use_new_block(BLOCK, false);
+	return 0;
+}
+
 /* Guard regions (Linux 6.13): no VMA change, and MADV_DONTNEED keeps them;
  * munmap removes them. */
 static int guard_regions(void)
@@ -191,6 +222,7 @@ int main(int argc, char **argv)
 		{ "dontneed", dontneed },
 		{ "free", lazy_free },
 		{ "pageout", pageout },
+		{ "process_cold", process_cold },
 		{ "guard", guard_regions },
 		{ "userfaultfd", userfaultfd_registered },
 		{ NULL, NULL },

@@ -6,6 +6,7 @@
 
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* In a child: the limit, then no privileges. */
@@ -60,6 +61,38 @@ static int cycles(void)
 	exit(0);
 }
 
+/* The same with mlock2(MLOCK_ONFAULT) (lock what is touched, as a
+ * database locks its buffer pool), through the wrapper and by number in
+ * turn: each counts against the limit as it faults. */
+static int onfault_cycles(void)
+{
+#ifndef MLOCK_ONFAULT
+#define MLOCK_ONFAULT 1
+#endif
+	pid_t pid = limited_child(8 * MiB);
+
+	if (pid != 0)
+		return hostile_wait(pid);
+	for (size_t mib = 2; mib <= 7; mib++) {
+		size_t len = mib * MiB;
+		char *p = malloc(len);
+		int ret;
+
+		CHECK(p != NULL, "malloc(%zu MiB)", mib);
+		ret = mib % 2 ? (int)syscall(SYS_mlock2, p, len, MLOCK_ONFAULT)
+			      : mlock2(p, len, MLOCK_ONFAULT);
+		if (ret != 0 && errno == ENOSYS)
+			SKIP("mlock2 is not available here");
+		CHECK(ret == 0, "mlock2(MLOCK_ONFAULT) of the %zu MiB block: %s", mib,
+		      strerror(errno));
+		hz_test_fill(p, len, (unsigned)mib);
+		free(p);
+	}
+	locked_bytes_are(0);
+	hostile_use_new_block(6 * MiB, true);
+	exit(0);
+}
+
 /* mlockall(MCL_CURRENT) is refused when the address space is larger than
  * the limit (the kernel compares its whole size, mapped or not); this
  * program's is about 3 MiB under glibc. */
@@ -96,6 +129,7 @@ int main(int argc, char **argv)
 {
 	static const struct hostile_variant variants[] = {
 		{ "cycles", cycles },
+		{ "onfault_cycles", onfault_cycles },
 		{ "all_current", all_current },
 		{ "all_future", all_future },
 		{ NULL, NULL },

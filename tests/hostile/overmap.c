@@ -118,6 +118,73 @@ static int shared_anonymous_freed(void)
 	return 0;
 }
 
+/* A memfd (an anonymous file: shared memory handed to another process,
+ * a JIT's dual mapping) put over part of the block and written, then the
+ * block freed with it in place: the memfd keeps what the program wrote,
+ * and the next owners get zero. */
+static int memfd_view_freed(void)
+{
+	static unsigned char fill[64 * 1024];
+	int fd = memfd_create("hostile", MFD_CLOEXEC);
+	char *p, *v;
+
+	if (fd < 0)
+		SKIP("memfd_create: %s", strerror(errno));
+	memset(fill, 0xab, sizeof(fill));
+	for (size_t off = 0; off < FILE_LEN; off += sizeof(fill))
+		CHECK(pwrite(fd, fill, sizeof(fill), (off_t)off) == (ssize_t)sizeof(fill), "pwrite");
+	p = block();
+	v = map_over(p, MAP_SHARED, fd);
+	memset(v, 0xcd, WRITTEN);
+	free(p);
+	hostile_use_new_block(BLOCK, true);
+	hostile_use_new_block(BLOCK, false);
+	file_is_intact(fd);
+	close(fd);
+	return 0;
+}
+
+/* The program shrinks its shared view in place with mremap, then unmaps
+ * what is left: both are its own mapping's business. */
+static int shared_view_shrunk(void)
+{
+	int fd = hostile_temp_file(FILE_LEN, 0xab);
+	char *p = block(), *v = shared_view_written(p, fd);
+	char *q = mremap(v, VIEW, MiB, 0);
+
+	CHECK(q == v, "mremap shrinking the program's own view: %s",
+	      q == MAP_FAILED ? strerror(errno) : "moved");
+	CHECK(q[0] == (char)0xcd && q[MiB - 1] == (char)0xcd, "the view lost the file");
+	CHECK(munmap(q, MiB) == 0, "munmap of the shrunk view: %s", strerror(errno));
+	free(p);
+	hostile_use_new_block(BLOCK, true);
+	hostile_use_new_block(BLOCK, false);
+	file_is_intact(fd);
+	close(fd);
+	return 0;
+}
+
+/* The program grows its view to the whole file: the block's memory after
+ * it is taken, so the kernel moves the view out (MREMAP_MAYMOVE). */
+static int shared_view_moved(void)
+{
+	int fd = hostile_temp_file(FILE_LEN, 0xab);
+	char *p = block(), *v = shared_view_written(p, fd);
+	char *q = mremap(v, VIEW, FILE_LEN, MREMAP_MAYMOVE);
+
+	CHECK(q != MAP_FAILED, "mremap growing the program's own view: %s", strerror(errno));
+	CHECK(q[0] == (char)0xcd && q[FILE_LEN - 1] == (char)0xab, "the moved view lost the file");
+	memset(p, 1, VIEW_AT); /* the rest of the block is still the program's */
+	memset(p + VIEW_AT + VIEW, 1, BLOCK - VIEW_AT - VIEW);
+	CHECK(munmap(q, FILE_LEN) == 0, "munmap of the moved view: %s", strerror(errno));
+	free(p);
+	hostile_use_new_block(BLOCK, true);
+	hostile_use_new_block(BLOCK, false);
+	file_is_intact(fd);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct hostile_variant variants[] = {
@@ -125,6 +192,9 @@ int main(int argc, char **argv)
 		{ "shared_file_unmapped", shared_view_unmapped },
 		{ "shared_file_freed", shared_view_freed },
 		{ "shared_anonymous", shared_anonymous_freed },
+		{ "memfd", memfd_view_freed },
+		{ "shared_file_shrunk", shared_view_shrunk },
+		{ "shared_file_moved", shared_view_moved },
 		{ NULL, NULL },
 	};
 

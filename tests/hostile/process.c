@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,6 +51,18 @@ static int unshare_user(void)
 	allocate_and_free();
 	CHECK(unshare(CLONE_NEWUSER) == 0, "unshare(CLONE_NEWUSER) after a large free: %s",
 	      strerror(errno));
+	hostile_use_new_block(BLOCK, true);
+	return 0;
+}
+
+/* The same, by number: runtimes call syscall(SYS_unshare) where the C
+ * library is older than the flag they need. */
+static int unshare_user_raw(void)
+{
+	probe_unshare(CLONE_NEWUSER, "CLONE_NEWUSER");
+	allocate_and_free();
+	CHECK(syscall(SYS_unshare, CLONE_NEWUSER) == 0,
+	      "syscall(SYS_unshare, CLONE_NEWUSER) after a large free: %s", strerror(errno));
 	hostile_use_new_block(BLOCK, true);
 	return 0;
 }
@@ -150,6 +163,7 @@ int main(int argc, char **argv)
 {
 	static const struct hostile_variant variants[] = {
 		{ "unshare_user", unshare_user },
+		{ "unshare_user_raw", unshare_user_raw },
 		{ "setns_mount", setns_mount },
 		{ "setuid", setuid_after_free },
 		{ "signal", process_signal },

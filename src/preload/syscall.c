@@ -1,0 +1,188 @@
+/* Raw system calls through syscall(): see syscall.h.
+ *
+ * The wrappers at the end of shim.c see mprotect, madvise, munmap and the
+ * rest only when the program calls the C library's functions. Programs
+ * and runtimes also call syscall(SYS_madvise, ...) (for advice their C
+ * library has no name for, or to skip the wrapper), and glibc 2.36 has no
+ * mseal at all. glibc's syscall() is one exported function, so it is
+ * interposed like the rest: the numbers of the calls the wrappers handle
+ * take the same path (foreign marks, the munmap and mremap refusal),
+ * every other number goes straight to the C library, which costs one
+ * switch per call. unshare and setns by number stop the pre-zero thread
+ * first, as their wrappers do (ns.c).
+ *
+ * What still cannot be seen: a system call made with an instruction of
+ * the program's own (inline assembly, a runtime's own stubs: Go, some
+ * JITs). The zeroing code's hole check and the pre-zero thread's second
+ * look at the mark (foreign.c) remain the defence there.
+ *
+ * hugezero's own system calls (src/prim/linux.c calls syscall()) resolve
+ * to the shim's symbol as well: a call whose return address lies in this
+ * object goes straight to the C library, or hugezero's own munmap of a
+ * region would be refused as the program's. (A tail call would show its
+ * caller's address instead: only hz_prim_getpid and hz_prim_gettid make
+ * theirs that way, numbers that are not routed.) */
+#include "syscall.h"
+
+#include <errno.h>
+#include <link.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#include "foreign.h"
+
+/* Linux 6.10; the same number on x86_64 and aarch64 (the common table). */
+#ifndef SYS_mseal
+#define SYS_mseal 462
+#endif
+
+/* The ELF header of the object this file is linked into (libhugezero.so,
+ * or a test program that links the library statically). */
+extern const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
+
+/* [text_lo, text_hi): this object's executable segments, from its own
+ * program headers: no lock and no call, so it is safe from any thread at
+ * any time. Racing first calls compute the same values. */
+static uintptr_t text_lo, text_hi;
+
+static void find_text(void)
+{
+	const ElfW(Ehdr) *eh = &__ehdr_start;
+	const ElfW(Phdr) *ph = (const ElfW(Phdr) *)((const char *)eh + eh->e_phoff);
+	uintptr_t bias = 0, lo = UINTPTR_MAX, hi = 0;
+
+	for (int i = 0; i < eh->e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD && ph[i].p_offset == 0)
+			bias = (uintptr_t)eh - ph[i].p_vaddr;
+	for (int i = 0; i < eh->e_phnum; i++) {
+		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X))
+			continue;
+		if (bias + ph[i].p_vaddr < lo)
+			lo = bias + ph[i].p_vaddr;
+		if (bias + ph[i].p_vaddr + ph[i].p_memsz > hi)
+			hi = bias + ph[i].p_vaddr + ph[i].p_memsz;
+	}
+	__atomic_store_n(&text_lo, lo, __ATOMIC_RELAXED);
+	__atomic_store_n(&text_hi, hi, __ATOMIC_RELEASE);
+}
+
+static bool from_hugezero(const void *caller)
+{
+	uintptr_t c = (uintptr_t)caller;
+
+	if (__atomic_load_n(&text_hi, __ATOMIC_ACQUIRE) == 0)
+		find_text();
+	return c >= __atomic_load_n(&text_lo, __ATOMIC_RELAXED) &&
+	       c < __atomic_load_n(&text_hi, __ATOMIC_RELAXED);
+}
+
+/* The numbers whose wrappers hugezero interposes (shim.c, mmap.c). */
+static bool interposed(long nr)
+{
+	switch (nr) {
+	case SYS_mmap:
+	case SYS_munmap:
+	case SYS_mremap:
+	case SYS_mprotect:
+	case SYS_pkey_mprotect:
+	case SYS_madvise:
+	case SYS_mlock:
+	case SYS_mlock2:
+	case SYS_mlockall:
+	case SYS_munlockall:
+	case SYS_mseal:
+	case SYS_ioctl:
+	case SYS_unshare:
+	case SYS_setns:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static long call(hz_syscall_fn real, long nr, const long a[6])
+{
+	return real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+/* unshare and setns by number, for ns.c, which stops the pre-zero thread
+ * and then calls the function it is given. Every thread stores the same
+ * value (the C library's syscall). */
+static hz_syscall_fn ns_real;
+
+static int raw_unshare(int flags)
+{
+	return (int)__atomic_load_n(&ns_real, __ATOMIC_RELAXED)(SYS_unshare, (long)flags, 0L, 0L,
+								 0L, 0L, 0L);
+}
+
+static int raw_setns(int fd, int nstype)
+{
+	return (int)__atomic_load_n(&ns_real, __ATOMIC_RELAXED)(SYS_setns, (long)fd,
+								 (long)nstype, 0L, 0L, 0L, 0L);
+}
+
+/* The calls that return their own result: the unmap and move of a range
+ * (refused inside hugezero's regions), and the ones whose handler needs
+ * the result. Every other interposed number is marked here first and then
+ * made as it came. */
+static long route(hz_syscall_fn real, long nr, const long a[6])
+{
+	void *addr = (void *)a[0];
+	size_t len = (size_t)a[1];
+	long ret;
+
+	switch (nr) {
+	case SYS_munmap:
+		return hz_preload_munmap(addr, len);
+	case SYS_mremap: {
+		void *p = hz_preload_mremap(addr, len, (size_t)a[2], (int)a[3], (void *)a[4]);
+
+		return p == MAP_FAILED ? -1 : (long)p;
+	}
+	case SYS_mlockall:
+		hz_foreign_lock_all_begin((int)a[0]);
+		ret = call(real, nr, a);
+		hz_foreign_lock_all_end((int)a[0], ret == 0 ? 0 : -1);
+		return ret;
+	case SYS_munlockall:
+		ret = call(real, nr, a);
+		hz_foreign_unlock_all_end(ret == 0 ? 0 : -1);
+		return ret;
+	case SYS_ioctl:
+		ret = call(real, nr, a);
+		hz_foreign_ioctl_end((unsigned int)a[1], (const void *)a[2], ret == 0 ? 0 : -1);
+		return ret;
+	case SYS_unshare:
+		__atomic_store_n(&ns_real, real, __ATOMIC_RELAXED);
+		return hz_preload_unshare(raw_unshare, (int)a[0]);
+	case SYS_setns:
+		__atomic_store_n(&ns_real, real, __ATOMIC_RELAXED);
+		return hz_preload_setns(raw_setns, (int)a[0], (int)a[1]);
+	case SYS_mmap:
+		if ((int)a[3] & MAP_FIXED)
+			hz_foreign_changed(addr, len); /* over a block: foreign.h */
+		break;
+	case SYS_madvise:
+		hz_foreign_advised(addr, len, (int)a[2]);
+		break;
+	default: /* mprotect, pkey_mprotect, mlock, mlock2, mseal */
+		hz_foreign_changed(addr, len);
+		break;
+	}
+	return call(real, nr, a);
+}
+
+HZ_PRIVATE_API long hz_preload_syscall(hz_syscall_fn real, const void *caller, long nr,
+				       const long a[6])
+{
+	if (real == NULL) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (!interposed(nr) || from_hugezero(caller))
+		return call(real, nr, a);
+	return route(real, nr, a);
+}

@@ -1,0 +1,22 @@
+/* syscall(2) through the C library's syscall() function: the interface
+ * between the shim's syscall symbol (the end of shim.c) and syscall.c,
+ * which routes the memory calls hugezero interposes to the same handlers
+ * as their wrappers. This symbol is exported for the shim only; it is not
+ * a public API. */
+#ifndef HZ_PRELOAD_SYSCALL_H
+#define HZ_PRELOAD_SYSCALL_H
+
+#include "preload.h" /* HZ_PRIVATE_API */
+
+/* The next syscall() in the chain: the C library's. */
+typedef long (*hz_syscall_fn)(long, ...);
+
+/* syscall(nr, a...) as the C library's: -1 with errno set for a result
+ * in [-4095, -1], the result otherwise. real is the next syscall() (NULL:
+ * ENOSYS); caller the call's return address, so that hugezero's own
+ * system calls (src/prim/, which reach the shim's symbol too) go straight
+ * to real. */
+HZ_PRIVATE_API long hz_preload_syscall(hz_syscall_fn real, const void *caller, long nr,
+				       const long a[6]);
+
+#endif /* HZ_PRELOAD_SYSCALL_H */
