@@ -87,8 +87,12 @@ static inline int foreign_pointer(const void *p)
 	size_t boot_len = __atomic_load_n(&fast.boot_len, __ATOMIC_ACQUIRE);
 	uintptr_t a = (uintptr_t)p, g = a >> HZ_SHIM_REGION_SHIFT;
 
-	return a - fast.boot_start >= boot_len &&
-	       (g >= HZ_SHIM_REGION_GIBS || __atomic_load_n(&fast.owned[g], __ATOMIC_RELAXED) == 0);
+	if (a - fast.boot_start < boot_len)
+		return 0;
+	/* Above the table (5-level paging): never a block's. */
+	if (__builtin_expect(g >= HZ_SHIM_REGION_GIBS, 0))
+		return 1;
+	return __atomic_load_n(&fast.owned[g], __ATOMIC_RELAXED) == 0;
 }
 
 #define COLD __attribute__((noinline, cold))
