@@ -1,6 +1,7 @@
-/* libhugezero-preload.so: the symbols that interpose the C library's, each
- * a one-line call into libhugezero.so, and the lookup of the next
- * allocator, which must happen here, once (see shim_abi.h). */
+/* libhugezero-preload.so: the symbols that interpose the C library's, and
+ * the lookup of the next allocator, which must happen here, once (see
+ * shim_abi.h). A small request goes from here straight to the next
+ * allocator; everything else is a call into libhugezero.so. */
 /* mmap and mmap64 are both exported: keep <sys/mman.h> from renaming one
  * into the other (64-bit off_t either way on 64-bit targets). */
 #undef _FILE_OFFSET_BITS
@@ -21,7 +22,8 @@
 static int started;
 
 /* The fast path's copy (shim_abi.h): closed until the library fills it. */
-static struct hz_shim_fast fast = { .small_below = 0, .boot_len = SIZE_MAX };
+/* 64-byte aligned: malloc's and free's fields share one cache line. */
+static _Alignas(64) struct hz_shim_fast fast = { .small_below = 0, .boot_len = SIZE_MAX };
 
 static void resolve(struct hz_next *next)
 {
@@ -321,7 +323,10 @@ __attribute__((destructor)) static void preload_stop(void)
 
 #include "foreign.h"
 
-/* The next definition of name, looked up once. */
+/* The next definition of name, looked up once, at its first call. Not in
+ * struct hz_next, resolved at start-up: these may be called before it (a
+ * library's constructor, an allocator's own initialisation), where start-up
+ * must not run; the library needs none of them in its table. */
 #define NEXT(type, name)                                                     \
 	({                                                                   \
 		static __typeof__(type) next_;                               \
