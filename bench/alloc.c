@@ -10,14 +10,16 @@
  *                                 4G), touch every page (not timed), then M
  *                                 random 8-byte updates (default 200M): ns
  *                                 per update. TLB-bound.
- *   alloc small-churn [OPS [SLOTS [MAX]]]
+ *   alloc small-churn [OPS [SLOTS [MAX [THREADS]]]]
  *                                 free + malloc of 16 B - MAX (default 64K),
  *                                 log-uniform sizes, in SLOTS live slots
  *                                 (default 10000), OPS timed operations
  *                                 (default 20000000): ns/op. 16 slots of at
- *                                 most 256 B stay in L1 and in glibc's
+ *                                 most 1 KiB stay in L1 and in glibc's
  *                                 tcache: that shows what an interposer's
- *                                 forwarding costs per call.
+ *                                 forwarding costs per call. THREADS
+ *                                 (default 1) churns at once, each with its
+ *                                 own slots, unpinned: mean ns/op.
  *   alloc touch-pool PAGES        map PAGES 2 MiB hugetlb pages, write them
  *                                 all and unmap: a pool "touched once"
  *
@@ -40,6 +42,7 @@
 #define _GNU_SOURCE
 #endif
 #include <inttypes.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -343,25 +346,25 @@ static size_t churn_size(uint64_t r, unsigned classes)
 	return base + (size_t)((r >> 8) % base);
 }
 
-static int small_churn(size_t ops, size_t slots, size_t max)
-{
-	unsigned classes = 0;
-	unsigned char **slot = calloc(slots, sizeof(*slot));
-	uint64_t s = 0x2545f4914f6cdd1du, sum = 0;
+/* One thread's churn: its own slots and sizes, timed in its own CPU time. */
+struct churn {
+	size_t ops, slots;
+	unsigned classes;
+	uint64_t seed, sum;
 	struct stamp t0, t1;
-	char param[32];
+};
+
+static void *churn_run(void *arg)
+{
+	struct churn *c = arg;
+	unsigned char **slot = calloc(c->slots, sizeof(*slot));
+	uint64_t s = c->seed, sum = 0;
 
 	if (!slot)
 		die("out of memory for the slots");
-	while (((size_t)16 << (classes + 1)) <= max)
-		classes++;
-	if (classes == 0 || ((size_t)16 << classes) != max)
-		die("small-churn: MAX must be a power of two, at least 32");
-	snprintf(param, sizeof param, "%zux", slots);
-	size_str(max, param + strlen(param), sizeof param - strlen(param));
 	/* Fill every slot first: the timed part is the steady state. */
-	for (size_t i = 0; i < slots; i++) {
-		size_t size = churn_size(xorshift(&s), classes);
+	for (size_t i = 0; i < c->slots; i++) {
+		size_t size = churn_size(xorshift(&s), c->classes);
 
 		slot[i] = malloc(size);
 		if (!slot[i])
@@ -369,11 +372,11 @@ static int small_churn(size_t ops, size_t slots, size_t max)
 		slot[i][0] = 1;
 		slot[i][size - 1] = 1;
 	}
-	t0 = stamp_now();
-	for (size_t i = 0; i < ops; i++) {
+	c->t0 = stamp_now();
+	for (size_t i = 0; i < c->ops; i++) {
 		uint64_t r = xorshift(&s);
-		size_t k = (size_t)(r >> 32) % slots;
-		size_t size = churn_size(r, classes);
+		size_t k = (size_t)(r >> 32) % c->slots;
+		size_t size = churn_size(r, c->classes);
 
 		sum += slot[k][0];
 		free(slot[k]);
@@ -384,16 +387,56 @@ static int small_churn(size_t ops, size_t slots, size_t max)
 		slot[k][0] = (unsigned char)i;
 		slot[k][size - 1] = (unsigned char)i;
 	}
-	t1 = stamp_now();
-	printf("result,small-churn,%s,ns_per_op,%.3f\n", param,
-	       (double)(t1.cpu - t0.cpu) / (double)ops);
-	report_wall("small-churn", param, t0, t1);
-	printf("phase,small-churn,%s,ops,%zu\n", param, ops);
-	printf("phase,small-churn,%s,check,%" PRIu64 "\n", param, sum & 0xffff);
-	report_mem("small-churn", param, NULL, NULL, 0);
-	for (size_t i = 0; i < slots; i++)
+	c->t1 = stamp_now();
+	c->sum = sum;
+	for (size_t i = 0; i < c->slots; i++)
 		free(slot[i]);
 	free(slot);
+	return NULL;
+}
+
+#define CHURN_THREADS_MAX 64
+
+/* THREADS churns at once, each OPS operations on SLOTS slots of its own:
+ * ns/op is their mean CPU time per operation. */
+static int small_churn(size_t ops, size_t slots, size_t max, size_t threads)
+{
+	struct churn c[CHURN_THREADS_MAX];
+	pthread_t tid[CHURN_THREADS_MAX];
+	unsigned classes = 0;
+	uint64_t cpu = 0, sum = 0;
+	char param[48];
+
+	while (((size_t)16 << (classes + 1)) <= max)
+		classes++;
+	if (classes == 0 || ((size_t)16 << classes) != max)
+		die("small-churn: MAX must be a power of two, at least 32");
+	if (threads > CHURN_THREADS_MAX)
+		die("small-churn: at most 64 threads");
+	snprintf(param, sizeof param, "%zux", slots);
+	size_str(max, param + strlen(param), sizeof param - strlen(param));
+	if (threads > 1)
+		snprintf(param + strlen(param), sizeof param - strlen(param), "x%zut", threads);
+	for (size_t t = 0; t < threads; t++) {
+		c[t] = (struct churn){ .ops = ops, .slots = slots, .classes = classes,
+				       .seed = 0x2545f4914f6cdd1du + 0x9e3779b97f4a7c15u * t };
+		if (threads > 1 && pthread_create(&tid[t], NULL, churn_run, &c[t]) != 0)
+			die("pthread_create failed");
+	}
+	if (threads == 1)
+		churn_run(&c[0]);
+	for (size_t t = 0; threads > 1 && t < threads; t++)
+		pthread_join(tid[t], NULL);
+	for (size_t t = 0; t < threads; t++) {
+		cpu += c[t].t1.cpu - c[t].t0.cpu;
+		sum += c[t].sum;
+	}
+	printf("result,small-churn,%s,ns_per_op,%.3f\n", param,
+	       (double)cpu / (double)(ops * threads));
+	report_wall("small-churn", param, c[0].t0, c[0].t1);
+	printf("phase,small-churn,%s,ops,%zu\n", param, ops * threads);
+	printf("phase,small-churn,%s,check,%" PRIu64 "\n", param, sum & 0xffff);
+	report_mem("small-churn", param, NULL, NULL, 0);
 	return 0;
 }
 
@@ -420,20 +463,23 @@ int main(int argc, char **argv)
 	const char *w = argc > 1 ? argv[1] : "";
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	pin();
+	/* Threads of a churn run side by side, each on a CPU of its own. */
+	if (!(strcmp(w, "small-churn") == 0 && argc > 5 && parse_size(argv[5]) > 1))
+		pin();
 	if (strcmp(w, "fresh-calloc") == 0 && argc == 4)
 		return fresh_calloc(parse_size(argv[2]), parse_size(argv[3]));
 	if (strcmp(w, "random-updates") == 0 && argc <= 4)
 		return random_updates(argc > 2 ? parse_size(argv[2]) : (size_t)4 << 30,
 				      argc > 3 ? parse_size(argv[3]) : 200000000);
-	if (strcmp(w, "small-churn") == 0 && argc <= 5)
+	if (strcmp(w, "small-churn") == 0 && argc <= 6)
 		return small_churn(argc > 2 ? parse_size(argv[2]) : 20000000,
 				   argc > 3 ? parse_size(argv[3]) : 10000,
-				   argc > 4 ? parse_size(argv[4]) : 64 * 1024);
+				   argc > 4 ? parse_size(argv[4]) : 64 * 1024,
+				   argc > 5 ? parse_size(argv[5]) : 1);
 	if (strcmp(w, "touch-pool") == 0 && argc == 3)
 		return touch_pool(parse_size(argv[2]));
 	fprintf(stderr,
 		"usage: %s fresh-calloc SIZE N | random-updates [TABLE [M]] |\n"
-		"       small-churn [OPS [SLOTS [MAX]]] | touch-pool PAGES\n", argv[0]);
+		"       small-churn [OPS [SLOTS [MAX [THREADS]]]] | touch-pool PAGES\n", argv[0]);
 	return 2;
 }

@@ -16,6 +16,7 @@
 
 const struct hz_config *hz_config_current;
 size_t hz_config_threshold = SIZE_MAX;
+void (*hz_config_on_reload)(void);
 
 static struct hz_config slots[2];
 static uint64_t last_generation;
@@ -130,9 +131,13 @@ const struct hz_config *hz_config_load(void)
 void hz_options_reload(void)
 {
 	const struct hz_config *old = __atomic_load_n(&hz_config_current, __ATOMIC_ACQUIRE);
+	void (*on_reload)(void);
 
 	__atomic_store_n(&claimed, 1, __ATOMIC_RELAXED);
 	load_into(old == &slots[0] ? &slots[1] : &slots[0]);
+	on_reload = __atomic_load_n(&hz_config_on_reload, __ATOMIC_ACQUIRE);
+	if (on_reload)
+		on_reload();
 }
 
 uint64_t hz_option_u64(enum hz_option_id id)

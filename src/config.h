@@ -53,6 +53,10 @@ extern const struct hz_config *hz_config_current;
  * until the first snapshot; replaced with every snapshot. */
 extern size_t hz_config_threshold;
 
+/* Called, when set, after hz_options_reload made a new snapshot current:
+ * the preload copies the threshold into the shim (src/preload/start.c). */
+extern void (*hz_config_on_reload)(void);
+
 /* Read the environment into the first snapshot (out of line: once). */
 const struct hz_config *hz_config_load(void);
 

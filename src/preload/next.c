@@ -27,6 +27,12 @@ int hz_boot_owns(const void *p)
 	       (const unsigned char *)p < boot_arena + BOOT_SIZE;
 }
 
+void hz_boot_range(uintptr_t *start, size_t *len)
+{
+	*start = (uintptr_t)boot_arena;
+	*len = BOOT_SIZE;
+}
+
 size_t hz_boot_size(const void *p)
 {
 	return ((const size_t *)p)[-2];

@@ -4,6 +4,8 @@
 #ifndef HZ_PRELOAD_H
 #define HZ_PRELOAD_H
 
+#include <stdint.h>
+
 #include "shim_abi.h"
 
 /* The next functions: the bootstrap allocator until start-up installs
@@ -23,6 +25,8 @@ extern int hz_next_sizes_known;
 
 /* The bootstrap allocator that serves start-up's own requests. */
 int hz_boot_owns(const void *p);
+/* Where the arena lies (the shim's fast path tells its pointers apart). */
+void hz_boot_range(uintptr_t *start, size_t *len);
 size_t hz_boot_size(const void *p);
 /* Fill what the resolver left NULL with safe substitutes. */
 void hz_next_complete(struct hz_next *next);

@@ -1,12 +1,14 @@
-/* libhugezero-preload.so: the symbols that interpose the C library's, each
- * a one-line call into libhugezero.so, and the lookup of the next
- * allocator, which must happen here, once (see shim_abi.h). */
+/* libhugezero-preload.so: the symbols that interpose the C library's, and
+ * the lookup of the next allocator, which must happen here, once (see
+ * shim_abi.h). A small request goes from here straight to the next
+ * allocator; everything else is a call into libhugezero.so. */
 /* mmap and mmap64 are both exported: keep <sys/mman.h> from renaming one
  * into the other (64-bit off_t either way on 64-bit targets). */
 #undef _FILE_OFFSET_BITS
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <sys/mman.h>
 
 #include "../exec/dlopen.h"
@@ -18,6 +20,10 @@
  * that is always taken the same way on every call, in place of the call
  * into the library that checked its own state. */
 static int started;
+
+/* The fast path's copy (shim_abi.h): closed until the library fills it.
+ * 64-byte aligned: malloc's and free's fields share one cache line. */
+static _Alignas(64) struct hz_shim_fast fast = { .small_below = 0, .boot_len = SIZE_MAX };
 
 /* The versioned lookup of the same names (defined at the end of the file). */
 static void resolve_versioned(struct hz_next *next);
@@ -52,6 +58,7 @@ static __attribute__((noinline, cold)) void start_up(void)
 		return;
 	case HZ_START_RESOLVE:
 		resolve(&found);
+		hz_preload_attach(&fast);
 		hz_preload_start(&found);
 		break;
 	case HZ_START_DONE:
@@ -66,28 +73,97 @@ static inline void ready(void)
 		start_up();
 }
 
-EXPORT void *malloc(size_t size)
+/* ---- the malloc family ----
+ * Each call is a compare and a tail call to the next allocator when the
+ * request is small (and the pointer neither a block nor the bootstrap's);
+ * anything else, and every call before start-up completed, goes to the
+ * library through a cold function of its own, so the fast path keeps no
+ * frame. */
+
+static inline size_t below(void)
+{
+	return __atomic_load_n(&fast.small_below, __ATOMIC_ACQUIRE);
+}
+
+/* Whether p is the next allocator's (or NULL): neither in the bootstrap
+ * arena nor in a region of blocks. A block's region is in the table before
+ * its pointer reaches any thread, so a relaxed load sees it. */
+static inline int foreign_pointer(const void *p)
+{
+	size_t boot_len = __atomic_load_n(&fast.boot_len, __ATOMIC_ACQUIRE);
+	uintptr_t a = (uintptr_t)p, g = a >> HZ_SHIM_REGION_SHIFT;
+
+	if (a - fast.boot_start < boot_len)
+		return 0;
+	/* Above the table (5-level paging): never a block's. */
+	if (__builtin_expect(g >= HZ_SHIM_REGION_GIBS, 0))
+		return 1;
+	return __atomic_load_n(&fast.owned[g], __ATOMIC_RELAXED) == 0;
+}
+
+#define COLD __attribute__((noinline, cold))
+
+static COLD void *slow_malloc(size_t size)
 {
 	ready();
 	return hz_preload_malloc(size);
 }
 
-EXPORT void free(void *p)
+EXPORT void *malloc(size_t size)
+{
+	if (__builtin_expect(size < below(), 1))
+		return fast.next.next_malloc(size);
+	return slow_malloc(size);
+}
+
+static COLD void slow_free(void *p)
 {
 	ready();
 	hz_preload_free(p);
 }
 
-EXPORT void *calloc(size_t n, size_t size)
+EXPORT void free(void *p)
+{
+	if (__builtin_expect(foreign_pointer(p), 1)) {
+		fast.next.next_free(p);
+		return;
+	}
+	slow_free(p);
+}
+
+static COLD void *slow_calloc(size_t n, size_t size)
 {
 	ready();
 	return hz_preload_calloc(n, size);
 }
 
-EXPORT void *realloc(void *p, size_t size)
+EXPORT void *calloc(size_t n, size_t size)
+{
+	size_t total;
+
+	if (__builtin_expect(!__builtin_mul_overflow(n, size, &total) && total < below(), 1))
+		return fast.next.next_calloc(n, size);
+	return slow_calloc(n, size);
+}
+
+/* Small on both sides: the next allocator's block stays its own. A block
+ * that crosses the threshold either way is the library's to move. */
+static COLD void *slow_realloc(void *p, size_t size)
 {
 	ready();
 	return hz_preload_realloc(p, size);
+}
+
+static inline void *realloc_to(void *p, size_t size)
+{
+	if (__builtin_expect(size < below() && foreign_pointer(p), 1))
+		return fast.next.next_realloc(p, size);
+	return slow_realloc(p, size);
+}
+
+EXPORT void *realloc(void *p, size_t size)
+{
+	return realloc_to(p, size);
 }
 
 EXPORT void *reallocarray(void *p, size_t n, size_t size)
@@ -98,44 +174,92 @@ EXPORT void *reallocarray(void *p, size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	ready();
-	return hz_preload_realloc(p, total);
+	return realloc_to(p, total);
 }
 
-EXPORT int posix_memalign(void **out, size_t align, size_t size)
+static COLD int slow_posix_memalign(void **out, size_t align, size_t size)
 {
 	ready();
 	return hz_preload_posix_memalign(out, align, size);
 }
 
-EXPORT void *aligned_alloc(size_t align, size_t size)
+/* A bad alignment is the library's to refuse (EINVAL), as before. */
+EXPORT int posix_memalign(void **out, size_t align, size_t size)
+{
+	if (__builtin_expect(size < below() && align >= sizeof(void *) && (align & (align - 1)) == 0,
+			     1))
+		return fast.next.next_posix_memalign(out, align, size);
+	return slow_posix_memalign(out, align, size);
+}
+
+static COLD void *slow_aligned_alloc(size_t align, size_t size)
 {
 	ready();
 	return hz_preload_aligned_alloc(align, size);
 }
 
-EXPORT void *memalign(size_t align, size_t size)
+EXPORT void *aligned_alloc(size_t align, size_t size)
+{
+	if (__builtin_expect(size < below(), 1))
+		return fast.next.next_aligned_alloc(align, size);
+	return slow_aligned_alloc(align, size);
+}
+
+static COLD void *slow_memalign(size_t align, size_t size)
 {
 	ready();
 	return hz_preload_memalign(align, size);
 }
 
-EXPORT void *valloc(size_t size)
+EXPORT void *memalign(size_t align, size_t size)
+{
+	if (__builtin_expect(size < below(), 1))
+		return fast.next.next_memalign(align, size);
+	return slow_memalign(align, size);
+}
+
+static COLD void *slow_valloc(size_t size)
 {
 	ready();
 	return hz_preload_valloc(size);
 }
 
-EXPORT void *pvalloc(size_t size)
+EXPORT void *valloc(size_t size)
+{
+	if (__builtin_expect(size < below(), 1))
+		return fast.next.next_valloc(size);
+	return slow_valloc(size);
+}
+
+static COLD void *slow_pvalloc(size_t size)
 {
 	ready();
 	return hz_preload_pvalloc(size);
 }
 
-EXPORT size_t malloc_usable_size(void *p)
+/* pvalloc asks for whole 4 KiB pages: small is what the rounded size is. */
+#define PVALLOC_PAGE ((size_t)4096)
+
+EXPORT void *pvalloc(size_t size)
+{
+	if (__builtin_expect(size <= SIZE_MAX - PVALLOC_PAGE &&
+				     ((size + PVALLOC_PAGE - 1) & ~(PVALLOC_PAGE - 1)) < below(),
+			     1))
+		return fast.next.next_pvalloc(size);
+	return slow_pvalloc(size);
+}
+
+static COLD size_t slow_malloc_usable_size(void *p)
 {
 	ready();
 	return hz_preload_malloc_usable_size(p);
+}
+
+EXPORT size_t malloc_usable_size(void *p)
+{
+	if (__builtin_expect(p != NULL && foreign_pointer(p), 1))
+		return fast.next.next_malloc_usable_size(p);
+	return slow_malloc_usable_size(p);
 }
 
 EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
@@ -203,7 +327,10 @@ __attribute__((destructor)) static void preload_stop(void)
 
 #include "foreign.h"
 
-/* The next definition of name, looked up once. */
+/* The next definition of name, looked up once, at its first call. Not in
+ * struct hz_next, resolved at start-up: these may be called before it (a
+ * library's constructor, an allocator's own initialisation), where start-up
+ * must not run; the library needs none of them in its table. */
 #define NEXT(type, name)                                                     \
 	({                                                                   \
 		static __typeof__(type) next_;                               \

@@ -2,11 +2,13 @@
  * libraries, from several threads at once, and while dlsym calls calloc. */
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #ifdef __GLIBC__
 #include <sys/single_threaded.h>
 #endif
 
 #include "../blocks.h"
+#include "../config.h"
 #include "../cpu/relax.h"
 #include "../exec/start.h"
 #include "../log.h"
@@ -19,6 +21,15 @@
 enum { NEW, STARTING, READY };
 
 int hz_preload_active;
+/* Large requests are routed somewhere (hugezero blocks or the jemalloc
+ * arena): the threshold means something to the shim. */
+static int routing;
+/* The shim's fast-path copy (shim_abi.h), NULL for a program standing in
+ * for the shim. */
+static struct hz_shim_fast *shim_fast;
+
+_Static_assert(HZ_SHIM_REGION_SHIFT == HZ_REGION_SHIFT && HZ_SHIM_REGION_GIBS == HZ_REGION_GIBS,
+	       "the shim reads the region table as blocks.h lays it out");
 /* Start-up ran (not HUGEZERO_DISABLE): the exit report is due. */
 static int reporting;
 
@@ -113,8 +124,10 @@ static void start(void)
 	__atomic_store_n(&reporting, 1, __ATOMIC_RELEASE);
 	/* A jemalloc program: large requests go to a jemalloc arena with our
 	 * hooks, so hugezero makes no blocks (jemalloc_next.c). */
-	if (hz_jemalloc_next_start(&hz_next))
+	if (hz_jemalloc_next_start(&hz_next)) {
+		__atomic_store_n(&routing, 1, __ATOMIC_RELAXED);
 		return;
+	}
 	/* Nothing is reserved here: regions of address space are reserved as
 	 * blocks need them (blocks.c), so start-up cannot run out of it. */
 	ret = hz_blocks_init();
@@ -124,7 +137,45 @@ static void start(void)
 		return;
 	}
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	__atomic_store_n(&routing, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&hz_preload_active, 1, __ATOMIC_RELEASE);
+}
+
+static size_t small_below(void)
+{
+	return __atomic_load_n(&routing, __ATOMIC_RELAXED)
+		       ? __atomic_load_n(&hz_config_threshold, __ATOMIC_RELAXED)
+		       : SIZE_MAX;
+}
+
+/* A reload may have changed the threshold. */
+static void republish(void)
+{
+	__atomic_store_n(&shim_fast->small_below, small_below(), __ATOMIC_RELEASE);
+}
+
+/* Open the shim's fast path, in the order shim_abi.h gives: small is what
+ * serves small requests, the table as resolved (before jemalloc routing). */
+static void publish(const struct hz_next *small)
+{
+	struct hz_shim_fast *f = shim_fast;
+	uintptr_t boot_start;
+	size_t boot_len;
+
+	if (f == NULL)
+		return;
+	hz_boot_range(&boot_start, &boot_len);
+	f->owned = hz_region_of_gib;
+	f->next = *small;
+	__atomic_store_n(&f->boot_start, boot_start, __ATOMIC_RELAXED);
+	__atomic_store_n(&f->boot_len, boot_len, __ATOMIC_RELEASE);
+	__atomic_store_n(&hz_config_on_reload, republish, __ATOMIC_RELEASE);
+	republish();
+}
+
+HZ_PRIVATE_API void hz_preload_attach(struct hz_shim_fast *fast)
+{
+	shim_fast = fast;
 }
 
 HZ_PRIVATE_API enum hz_start_step hz_preload_begin(void)
@@ -163,6 +214,7 @@ HZ_PRIVATE_API void hz_preload_start(const struct hz_next *found)
 	hz_next_complete(&next);
 	hz_next = next;
 	start();
+	publish(&next);
 	starting_here = false;
 	__atomic_store_n(&state, READY, __ATOMIC_RELEASE);
 }
