@@ -38,7 +38,7 @@ static struct hz_cache_entry entry(size_t first, size_t granules, bool clean, ui
 {
 	struct hz_span s = { hz_range_make(BASE + first * G, granules * G), HZ_BACKING_THP };
 
-	return (struct hz_cache_entry){ s, t, clean };
+	return (struct hz_cache_entry){ .span = s, .idle_since = t, .clean = clean };
 }
 
 static void add(struct hz_cache_entry e)
