@@ -26,9 +26,10 @@
  *    most, and all probes together at most PROBE_MAX bytes; a block larger
  *    than that is released at its free, as glibc would. A miss drops every
  *    probe: none could serve it, and its fresh block faults in beside them.
- * A miss in a class whose last free was within the decay is a reuse the
- * cache let go (its block was released, or too small): it counts as a hit,
- * so the class turns warm and the next free is kept. The cost of learning
+ * A miss in a class that gave a block back unused, and had a free within
+ * the decay, is a reuse the cache let go: it counts as a hit (once per
+ * block given back), so the class turns warm and its next frees are kept,
+ * and its time since the free raises the stay. The cost of learning
  * is one fresh block per class; the cost in RSS of a one-shot program is
  * at most PROBE_MAX over glibc's, and only until its next large request
  * or PROBE_NS. */
@@ -151,11 +152,15 @@ struct hz_cache_entry hz_cache_remove(struct hz_cache *c, unsigned i)
 	return e;
 }
 
-/* Put a span that leaves the table unused into b; a probe's counts as
+/* Put a span that leaves the table unused into b: a miss of its class
+ * soon after is a reuse it would have served; a probe's counts as
  * released for want of reuse. */
-static void let_go(const struct hz_cache *c, const struct hz_cache_entry *e,
-		   struct hz_cache_batch *b)
+static void let_go(struct hz_cache *c, const struct hz_cache_entry *e, struct hz_cache_batch *b)
 {
+	struct hz_cache_class *k = class_of(c, hz_span_bytes(&e->span));
+
+	if (k->unreused < COUNT_HALVE_AT)
+		k->unreused++;
 	if (e->probe) {
 		hz_stats_add(cache_no_reuse, 1);
 		hz_stats_add(cache_no_reuse_bytes, hz_span_bytes(&e->span));
@@ -280,11 +285,11 @@ void hz_cache_note(struct hz_cache *c, size_t size, uint64_t now, bool hit, uint
 		return;
 	}
 	count(k, &k->misses);
-	/* A reuse the table let go: once per free. */
-	if (k->last_free != 0 && now >= k->last_free && now - k->last_free < c->decay_ns) {
+	/* A reuse the table let go: once per block it gave back. */
+	if (k->unreused > 0 && now >= k->last_free && now - k->last_free < c->decay_ns) {
 		count(k, &k->hits);
 		sample_reuse(k, now - k->last_free);
-		k->last_free = 0;
+		k->unreused--;
 		hz_stats_add(cache_reuse_missed, 1);
 	}
 	while (c->probe_bytes > 0 && evict_oldest(c, true, b))

@@ -106,8 +106,10 @@ struct hz_cache_class {
 	uint32_t hits;        /* requests served by the table, or that a block
 			       * released for no reuse would have served */
 	uint32_t misses;      /* requests that found nothing */
+	uint32_t unreused;    /* blocks that left the table unused, each a
+			       * hit for one miss soon after */
 	uint64_t reuse_ns;    /* moving average of free-to-reuse time */
-	uint64_t last_free;   /* ns of the last free, 0 once a miss used it */
+	uint64_t last_free;   /* ns of the last free */
 };
 
 struct hz_cache_batch {

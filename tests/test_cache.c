@@ -384,10 +384,27 @@ static void miss_soon_after_a_released_free_keeps_the_next_one(void **state)
 	assert_int_equal(put(entry(0, 128, false, 2 * NS)), 0); /* kept now */
 	assert_false(cache.entries[0].probe);
 	assert_int_equal(cache.entries[0].stay_ns, 400 * MS);
-	/* counted once per free: a second miss is no more evidence */
+	/* once per block given back: with none given back, no evidence */
 	miss(128, 2 * NS + 1);
-	miss(128, 2 * NS + 2);
-	assert_int_equal(hz_stats.cache_reuse_missed, 2);
+	assert_int_equal(hz_stats.cache_reuse_missed, 1);
+}
+
+static void a_batch_freed_then_allocated_again_is_kept_the_next_time(void **state)
+{
+	(void)state;
+	/* four 256 MiB buffers freed, then four asked for again */
+	for (size_t i = 0; i < 4; i++)
+		assert_int_equal(put(entry(i * 200, 128, false, NS)), 1);
+	for (size_t i = 0; i < 4; i++)
+		miss(128, NS + 10 * MS);
+	assert_int_equal(hz_stats.cache_reuse_missed, 4);
+	miss(128, NS + 10 * MS); /* a fifth: nothing was given back for it */
+	assert_int_equal(hz_stats.cache_reuse_missed, 4);
+	for (size_t i = 0; i < 4; i++)
+		assert_int_equal(put(entry(i * 200, 128, false, 2 * NS)), 0);
+	assert_int_equal(cache.count, 4);
+	assert_int_equal(cache.probe_bytes, 0);
+	assert_accounted();
 }
 
 static void miss_long_after_the_free_is_no_reuse(void **state)
@@ -459,6 +476,8 @@ int main(void)
 				       adaptive),
 		cmocka_unit_test_setup(warm_stay_is_at_least_250_ms_and_at_most_the_decay, adaptive),
 		cmocka_unit_test_setup(miss_soon_after_a_released_free_keeps_the_next_one, adaptive),
+		cmocka_unit_test_setup(a_batch_freed_then_allocated_again_is_kept_the_next_time,
+				       adaptive),
 		cmocka_unit_test_setup(miss_long_after_the_free_is_no_reuse, adaptive),
 		cmocka_unit_test_setup(mixed_warm_class_kept_beside_one_shot_sizes, adaptive),
 		cmocka_unit_test_setup(without_adapt_every_free_stays_the_decay, adaptive),
