@@ -110,6 +110,9 @@ struct hz_cache_class {
 			       * hit for one miss soon after */
 	uint64_t reuse_ns;    /* moving average of free-to-reuse time */
 	uint64_t last_free;   /* ns of the last free */
+	size_t bytes;         /* cached now */
+	size_t low;           /* the fewest cached since low_since */
+	uint64_t low_since;   /* ns */
 };
 
 struct hz_cache_batch {

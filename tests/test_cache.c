@@ -442,6 +442,38 @@ static void mixed_warm_class_kept_beside_one_shot_sizes(void **state)
 	assert_accounted();
 }
 
+static void a_spare_no_request_took_for_a_whole_stay_goes_though_it_rotates(void **state)
+{
+	struct hz_cache_batch b = { .count = 0 };
+
+	(void)state;
+	put(entry(0, 16, false, NS));
+	hit(0, NS + 1000); /* warm */
+	put(entry(0, 16, false, 2 * NS));
+	put(entry(20, 16, false, 2 * NS));
+	hz_cache_decay(&cache, 2 * NS, &b); /* two cached: the low mark starts */
+	/* each is taken and freed again: neither idles 250 ms, but one of the
+	 * two was never needed */
+	hit((unsigned)find(BASE + 20 * G), 2 * NS + 1000);
+	put(entry(20, 16, false, 2 * NS + 2000));
+	hit((unsigned)find(BASE), 2 * NS + 3000);
+	put(entry(0, 16, false, 2 * NS + 4000));
+	assert_int_equal(cache.entries[find(BASE)].stay_ns, 250 * MS);
+	hz_cache_decay(&cache, 2 * NS + 250 * MS - 1, &b);
+	assert_int_equal(b.count, 0);
+	hz_cache_decay(&cache, 2 * NS + 250 * MS, &b); /* neither idle 250 ms */
+	assert_int_equal(b.count, 1);
+	assert_int_equal(b.spans[0].range.start, BASE + 20 * G); /* the older */
+	assert_int_equal(cache.count, 1);
+	/* the one left is needed: no trim in the next stay */
+	hit(0, 2 * NS + 250 * MS + 1000);
+	put(entry(0, 16, false, 2 * NS + 250 * MS + 2000));
+	b.count = 0;
+	hz_cache_decay(&cache, 2 * NS + 500 * MS, &b);
+	assert_int_equal(b.count, 0);
+	assert_accounted();
+}
+
 static void without_adapt_every_free_stays_the_decay(void **state)
 {
 	(void)state;
@@ -480,6 +512,8 @@ int main(void)
 				       adaptive),
 		cmocka_unit_test_setup(miss_long_after_the_free_is_no_reuse, adaptive),
 		cmocka_unit_test_setup(mixed_warm_class_kept_beside_one_shot_sizes, adaptive),
+		cmocka_unit_test_setup(
+			a_spare_no_request_took_for_a_whole_stay_goes_though_it_rotates, adaptive),
 		cmocka_unit_test_setup(without_adapt_every_free_stays_the_decay, adaptive),
 	};
 
