@@ -7,6 +7,105 @@
 #include "cache.h"
 
 #include "range.h"
+#include "stats.h"
+
+/* ---- stays from observed reuse ----
+ *
+ * A program that allocates a few huge blocks once (a compressor's tables,
+ * sort's buffers) gains nothing from a block kept after its free, and pays
+ * for it in RSS: its next fresh block faults in beside the cached one,
+ * where glibc had unmapped. A program that cycles (numpy's temporaries, a
+ * frame buffer per iteration) gains the fault-free reuse. So each size
+ * class (floor of log2 of the bytes) counts frees, hits and misses, and
+ * the time from a free to its reuse; an entry's stay comes from its class
+ * when it enters the table:
+ *  - warm (hits at least a quarter of the frees): STAY_MULT times the
+ *    class's free-to-reuse time, at least MIN_STAY_NS, at most the decay;
+ *    its entries share the budget (HUGEZERO_CACHE_MAX, the cgroup's room);
+ *  - cold (no reuse seen yet, or too little): a probe, kept PROBE_NS at
+ *    most, and all probes together at most PROBE_MAX bytes; a block larger
+ *    than that is released at its free, as glibc would. A miss drops every
+ *    probe: none could serve it, and its fresh block faults in beside them.
+ * A miss in a class that gave a block back unused, and had a free within
+ * the decay, is a reuse the cache let go: it counts as a hit (once per
+ * block given back), so the class turns warm and its next frees are kept,
+ * and its time since the free raises the stay. The cost of learning
+ * is one fresh block per class; the cost in RSS of a one-shot program is
+ * at most PROBE_MAX over glibc's, and only until its next large request
+ * or PROBE_NS. */
+
+/* 64 MiB: two of numpy's 32 MiB temporaries, or the recycle benchmark's
+ * 64 MiB block, get their first reuse; a 1 GiB one-shot block is never
+ * kept (measured: a program that frees a touched 1 GiB block then works
+ * 2 s on small allocations kept 1025 MiB resident all that time before,
+ * 1 MiB now, as under glibc). */
+#define PROBE_MAX ((size_t)64 << 20)
+/* 1 s: a cycling program's first reuse comes within milliseconds (the
+ * numpy loop's iteration is about 12 ms); four pre-zero ticks. */
+#define PROBE_NS 1000000000ull
+/* 250 ms: the pre-zero thread's tick, so the shortest stay it enforces
+ * while the program is idle. */
+#define MIN_STAY_NS 250000000ull
+/* A warm block stays 8 times its class's free-to-reuse time: reuse times
+ * vary, and a late one costs a fresh block where an early release saves
+ * only idle RSS. A miss that a released block would have served raises
+ * the average. */
+#define STAY_MULT 8
+/* Counts are halved when one reaches 64: about the last hundred events. */
+#define COUNT_HALVE_AT 64
+
+static struct hz_cache_class *class_of(struct hz_cache *c, size_t bytes)
+{
+	unsigned k = bytes ? 63u - (unsigned)__builtin_clzll((unsigned long long)bytes) : 0;
+
+	return &c->classes[k < HZ_CACHE_CLASSES ? k : HZ_CACHE_CLASSES - 1];
+}
+
+static void count(struct hz_cache_class *k, uint32_t *n)
+{
+	if (++*n < COUNT_HALVE_AT)
+		return;
+	k->frees /= 2;
+	k->hits /= 2;
+	k->misses /= 2;
+}
+
+static void sample_reuse(struct hz_cache_class *k, uint64_t ns)
+{
+	k->reuse_ns = k->reuse_ns ? k->reuse_ns - k->reuse_ns / 4 + ns / 4 : ns;
+}
+
+static bool warm(const struct hz_cache_class *k)
+{
+	return k->hits > 0 && (uint64_t)k->hits * 4 >= k->frees;
+}
+
+/* The stay of a class's entries; probe: the class shows no reuse. */
+static uint64_t class_stay(const struct hz_cache *c, const struct hz_cache_class *k, bool *probe)
+{
+	uint64_t stay = PROBE_NS;
+
+	*probe = !warm(k);
+	if (!*probe) {
+		stay = k->reuse_ns > UINT64_MAX / STAY_MULT ? UINT64_MAX : k->reuse_ns * STAY_MULT;
+		stay = stay < MIN_STAY_NS ? MIN_STAY_NS : stay;
+	}
+	return stay < c->decay_ns ? stay : c->decay_ns;
+}
+
+/* Set e's stay and probe from its class. */
+static void choose_stay(struct hz_cache *c, struct hz_cache_entry *e)
+{
+	e->probe = false;
+	e->stay_ns = c->decay_ns;
+	if (c->adapt)
+		e->stay_ns = class_stay(c, class_of(c, hz_span_bytes(&e->span)), &e->probe);
+}
+
+void hz_cache_adapt(struct hz_cache *c, bool on)
+{
+	c->adapt = on;
+}
 
 void hz_cache_init(struct hz_cache *c, uint64_t decay_ns, struct hz_cache_budget *budget,
 		   void (*flush)(struct hz_cache_batch *b))
@@ -17,6 +116,10 @@ void hz_cache_init(struct hz_cache *c, uint64_t decay_ns, struct hz_cache_budget
 	c->decay_ns = decay_ns;
 	c->budget = budget;
 	c->flush = flush;
+	c->adapt = false;
+	c->probe_bytes = 0;
+	for (unsigned k = 0; k < HZ_CACHE_CLASSES; k++)
+		c->classes[k] = (struct hz_cache_class){ 0 };
 }
 
 void hz_cache_batch_put(const struct hz_cache *c, struct hz_cache_batch *b,
@@ -30,14 +133,20 @@ void hz_cache_batch_put(const struct hz_cache *c, struct hz_cache_batch *b,
 static void account(struct hz_cache *c, const struct hz_cache_entry *e, bool add)
 {
 	size_t bytes = hz_span_bytes(&e->span);
+	struct hz_cache_class *k = class_of(c, bytes);
+
+	k->bytes = add ? k->bytes + bytes : k->bytes - bytes;
+	k->low = k->bytes < k->low ? k->bytes : k->low;
 
 	if (add) {
 		c->bytes += bytes;
 		c->clean_bytes += e->clean ? bytes : 0;
+		c->probe_bytes += e->probe ? bytes : 0;
 		hz_cache_budget_charge(c->budget, bytes, 0);
 	} else {
 		c->bytes -= bytes;
 		c->clean_bytes -= e->clean ? bytes : 0;
+		c->probe_bytes -= e->probe ? bytes : 0;
 		hz_cache_budget_charge(c->budget, 0, bytes);
 	}
 }
@@ -51,29 +160,90 @@ struct hz_cache_entry hz_cache_remove(struct hz_cache *c, unsigned i)
 	return e;
 }
 
-static void evict_oldest(struct hz_cache *c, struct hz_cache_batch *b)
+/* Put a span that leaves the table unused into b: a miss of its class
+ * soon after is a reuse it would have served; a probe's counts as
+ * released for want of reuse. */
+static void let_go(struct hz_cache *c, const struct hz_cache_entry *e, struct hz_cache_batch *b)
 {
-	unsigned oldest = 0;
+	struct hz_cache_class *k = class_of(c, hz_span_bytes(&e->span));
 
-	for (unsigned i = 1; i < c->count; i++)
-		if (c->entries[i].idle_since < c->entries[oldest].idle_since)
-			oldest = i;
-	struct hz_cache_entry e = hz_cache_remove(c, oldest);
+	if (k->unreused < COUNT_HALVE_AT)
+		k->unreused++;
+	if (e->probe) {
+		hz_stats_add(cache_no_reuse, 1);
+		hz_stats_add(cache_no_reuse_bytes, hz_span_bytes(&e->span));
+	}
+	hz_cache_batch_put(c, b, &e->span);
+}
 
-	hz_cache_batch_put(c, b, &e.span);
+/* Evict the oldest entry (only probes when probes_only); false if none. */
+static bool evict_oldest(struct hz_cache *c, bool probes_only, struct hz_cache_batch *b)
+{
+	int oldest = -1;
+
+	for (unsigned i = 0; i < c->count; i++)
+		if ((!probes_only || c->entries[i].probe) &&
+		    (oldest < 0 || c->entries[i].idle_since < c->entries[oldest].idle_since))
+			oldest = (int)i;
+	if (oldest < 0)
+		return false;
+	struct hz_cache_entry e = hz_cache_remove(c, (unsigned)oldest);
+
+	let_go(c, &e, b);
+	return true;
 }
 
 /* An entry newer than now (its free read the clock after the caller did)
  * is not idle at all: now - idle_since would wrap. */
+/* A class's cached bytes that no request took for a whole stay are more
+ * than its cycle needs: entries rotate (each is reused, so none decays),
+ * while the class as a whole keeps a spare the program never asks for;
+ * measured in the numpy loop, 2 blocks of 32 MiB above its peak of live
+ * blocks, from callocs that found the pre-zero thread late. The oldest
+ * entries of at most that many bytes go (tcmalloc's and jemalloc's caches
+ * are trimmed to such low-water marks too). Stops when b is full. */
+static void trim_spares(struct hz_cache *c, uint64_t now, struct hz_cache_batch *b)
+{
+	for (unsigned n = 0; n < HZ_CACHE_CLASSES && b->count < HZ_CACHE_BATCH; n++) {
+		struct hz_cache_class *k = &c->classes[n];
+		bool probe;
+
+		if (now < k->low_since || now - k->low_since < class_stay(c, k, &probe))
+			continue;
+		for (size_t spare = k->low; spare > 0 && b->count < HZ_CACHE_BATCH;) {
+			int oldest = -1;
+
+			for (unsigned i = 0; i < c->count; i++) {
+				const struct hz_cache_entry *e = &c->entries[i];
+
+				if (class_of(c, hz_span_bytes(&e->span)) == k &&
+				    hz_span_bytes(&e->span) <= spare &&
+				    (oldest < 0 || e->idle_since < c->entries[oldest].idle_since))
+					oldest = (int)i;
+			}
+			if (oldest < 0)
+				break;
+			struct hz_cache_entry e = hz_cache_remove(c, (unsigned)oldest);
+
+			spare -= hz_span_bytes(&e.span);
+			let_go(c, &e, b);
+		}
+		k->low = k->bytes;
+		k->low_since = now;
+	}
+}
+
 void hz_cache_decay(struct hz_cache *c, uint64_t now, struct hz_cache_batch *b)
 {
+	if (c->adapt)
+		trim_spares(c, now, b);
 	for (unsigned i = 0; i < c->count && b->count < HZ_CACHE_BATCH;) {
 		uint64_t since = c->entries[i].idle_since;
 
-		if (now >= since && now - since >= c->decay_ns) {
+		if (now >= since && now - since >= c->entries[i].stay_ns) {
 			struct hz_cache_entry e = hz_cache_remove(c, i);
 
-			hz_cache_batch_put(c, b, &e.span);
+			let_go(c, &e, b);
 			continue; /* slot i now holds another entry */
 		}
 		i++;
@@ -88,8 +258,9 @@ static bool over_budget(const struct hz_cache *c, size_t bytes)
 /* Adjacent spans of one region sit in one contiguous stretch of address
  * space, so merging is only arithmetic; spans of two regions side by side
  * never merge (no block may cross regions); hugetlb spans merge only in
- * whole pages, which they are. */
-void hz_cache_add(struct hz_cache *c, struct hz_cache_entry e, struct hz_cache_batch *b)
+ * whole pages, which they are. A merged entry stays as long as the longer
+ * stay of the two, and is a probe only if both were. */
+static void add_entry(struct hz_cache *c, struct hz_cache_entry e, struct hz_cache_batch *b)
 {
 	size_t bytes = hz_span_bytes(&e.span);
 
@@ -106,18 +277,71 @@ void hz_cache_add(struct hz_cache *c, struct hz_cache_entry e, struct hz_cache_b
 			merged.span.range = hz_range_join(merged.span.range, e.span.range);
 			if (e.idle_since > merged.idle_since)
 				merged.idle_since = e.idle_since;
-			hz_cache_add(c, merged, b); /* it may now touch another one */
+			if (e.stay_ns > merged.stay_ns)
+				merged.stay_ns = e.stay_ns;
+			merged.probe = merged.probe && e.probe;
+			add_entry(c, merged, b); /* it may now touch another one */
 			return;
 		}
 	}
+	/* Probes share PROBE_MAX: the oldest make room, a larger span goes. */
+	while (e.probe && bytes <= PROBE_MAX && c->probe_bytes + bytes > PROBE_MAX &&
+	       evict_oldest(c, true, b))
+		;
+	if (e.probe && bytes > PROBE_MAX) {
+		let_go(c, &e, b);
+		return;
+	}
 	while (c->count > 0 && (c->count == HZ_CACHE_ENTRIES || over_budget(c, bytes)))
-		evict_oldest(c, b);
+		evict_oldest(c, false, b);
 	if (over_budget(c, bytes)) {
-		hz_cache_batch_put(c, b, &e.span);
+		let_go(c, &e, b);
 		return;
 	}
 	c->entries[c->count++] = e;
 	account(c, &e, true);
+}
+
+void hz_cache_add(struct hz_cache *c, struct hz_cache_entry e, struct hz_cache_batch *b)
+{
+	choose_stay(c, &e);
+	add_entry(c, e, b);
+}
+
+void hz_cache_put(struct hz_cache *c, struct hz_cache_entry e, struct hz_cache_batch *b)
+{
+	if (c->adapt) {
+		struct hz_cache_class *k = class_of(c, hz_span_bytes(&e.span));
+
+		count(k, &k->frees);
+		k->last_free = e.idle_since;
+	}
+	hz_cache_add(c, e, b);
+}
+
+void hz_cache_note(struct hz_cache *c, size_t size, uint64_t now, bool hit, uint64_t idle_since,
+		   struct hz_cache_batch *b)
+{
+	struct hz_cache_class *k = class_of(c, size);
+
+	if (!c->adapt)
+		return;
+	if (hit) {
+		count(k, &k->hits);
+		if (idle_since != 0 && now >= idle_since)
+			sample_reuse(k, now - idle_since);
+		return;
+	}
+	count(k, &k->misses);
+	/* A reuse the table let go: once per block it gave back. */
+	if (k->unreused > 0 && now >= k->last_free && now - k->last_free < c->decay_ns) {
+		count(k, &k->hits);
+		sample_reuse(k, now - k->last_free);
+		k->unreused--;
+		hz_stats_add(cache_reuse_missed, 1);
+	}
+	while (c->probe_bytes > 0 && evict_oldest(c, true, b))
+		;
 }
 
 size_t hz_cache_granules_for(size_t size, enum hz_backing backing)
@@ -173,7 +397,7 @@ struct hz_cache_entry hz_cache_take(struct hz_cache *c, unsigned i, size_t size,
 
 		hz_range_split_at(e.span.range, e.span.range.start + need * HZ_GRANULE,
 				  &e.span.range, &rest.span.range);
-		hz_cache_add(c, rest, b);
+		add_entry(c, rest, b); /* the same block: its stay */
 	}
 	return e;
 }

@@ -2,7 +2,8 @@
  * of freed memory shares, and the table of spans.
  *
  * The table is pure and single-threaded: its functions make no system
- * call, take no lock and call no other module. The caller excludes every
+ * call, take no lock and call no other module (but for the stats'
+ * atomic counters). The caller excludes every
  * other user (prezero.h's guard) and releases, once it has let the table
  * go, the spans a function hands back in a batch. So the table is
  * unit-tested without a thread (tests/test_cache.c). */
@@ -25,6 +26,7 @@ struct hz_cache_policy {
 	size_t unit;        /* HUGEZERO_PREZERO_UNIT */
 	size_t split_min;   /* HUGEZERO_PREZERO_SPLIT_MIN */
 	bool zero_on_free;  /* HUGEZERO_ZERO_ON_FREE */
+	bool adapt;         /* HUGEZERO_CACHE_ADAPT: stays from observed reuse */
 };
 
 /* The policy, built from the options once, on first use. */
@@ -90,6 +92,27 @@ struct hz_cache_entry {
 	struct hz_span span;
 	uint64_t idle_since; /* ns, when it entered the cache */
 	bool clean;          /* reads zero */
+	/* Set by hz_cache_add from the span's size class: */
+	bool probe;          /* its class shows no reuse yet (cache.c) */
+	uint64_t stay_ns;    /* idle this long, it decays */
+};
+
+/* Reuse per size class (floor of log2 of the bytes; cache.c says how they
+ * steer the stays). Counts are halved as they grow, so they weigh the
+ * recent past. */
+#define HZ_CACHE_CLASSES 48
+struct hz_cache_class {
+	uint32_t frees;       /* blocks the program freed into the table */
+	uint32_t hits;        /* requests served by the table, or that a block
+			       * released for no reuse would have served */
+	uint32_t misses;      /* requests that found nothing */
+	uint32_t unreused;    /* blocks that left the table unused, each a
+			       * hit for one miss soon after */
+	uint64_t reuse_ns;    /* moving average of free-to-reuse time */
+	uint64_t last_free;   /* ns of the last free */
+	size_t bytes;         /* cached now */
+	size_t low;           /* the fewest cached since low_since */
+	uint64_t low_since;   /* ns */
 };
 
 struct hz_cache_batch {
@@ -103,6 +126,11 @@ struct hz_cache {
 	size_t bytes, clean_bytes;
 	uint64_t decay_ns;
 	struct hz_cache_budget *budget;
+	/* Stays from observed reuse (hz_cache_adapt); off: every span stays
+	 * decay_ns, as long as the budget has room. */
+	bool adapt;
+	size_t probe_bytes; /* of entries with probe set */
+	struct hz_cache_class classes[HZ_CACHE_CLASSES];
 	/* Called with a full batch, with the table still held (rare: an
 	 * eviction run over many small spans), to release its spans at once
 	 * and empty it. */
@@ -111,6 +139,9 @@ struct hz_cache {
 
 void hz_cache_init(struct hz_cache *c, uint64_t decay_ns, struct hz_cache_budget *budget,
 		   void (*flush)(struct hz_cache_batch *b));
+
+/* Size stays and the cache from observed reuse (cache.c), or not. */
+void hz_cache_adapt(struct hz_cache *c, bool on);
 
 /* Put s in b for release, flushing b first when it is full. */
 void hz_cache_batch_put(const struct hz_cache *c, struct hz_cache_batch *b,
@@ -149,6 +180,18 @@ int hz_cache_first_dirty(const struct hz_cache *c);
  * empty (another cache holds the rest), the span itself goes into b. */
 void hz_cache_add(struct hz_cache *c, struct hz_cache_entry e, struct hz_cache_batch *b);
 
+/* A span the program freed: counted for its size class, then added
+ * (hz_cache_add), or put in b when its class shows no reuse and the
+ * probe room is short. */
+void hz_cache_put(struct hz_cache *c, struct hz_cache_entry e, struct hz_cache_batch *b);
+
+/* A request of size bytes at now: served by a span that entered the table
+ * at idle_since (0: unknown, as for a span taken from the pre-zero
+ * thread), or missed (hit false). A miss also drops every probe entry into
+ * b: none could serve it, and the fresh block it gets adds to them. */
+void hz_cache_note(struct hz_cache *c, size_t size, uint64_t now, bool hit, uint64_t idle_since,
+		   struct hz_cache_batch *b);
+
 /* Whether the process's memory cgroup has a limit (as last read; false
  * before the first read at a free). Under one, the pre-zero thread zeroes
  * nothing: a span it holds, at idle priority and starved of CPU, could not
@@ -161,7 +204,8 @@ bool hz_cache_memory_limited(void);
  * less, or b is full (never flushed: the pre-zero thread uses it too). */
 void hz_cache_shrink(struct hz_cache *c, size_t keep, struct hz_cache_batch *b);
 
-/* Move entries idle for decay_ns or more at now into b, until b is full. */
+/* Move entries idle for their stay_ns or more at now into b, until b is
+ * full. */
 void hz_cache_decay(struct hz_cache *c, uint64_t now, struct hz_cache_batch *b);
 
 #endif /* HZ_CACHE_H */

@@ -80,6 +80,7 @@ static void build(struct hz_cache_policy *p)
 	p->unit = c->prezero_unit;
 	p->split_min = c->prezero_split_min;
 	p->zero_on_free = c->zero_on_free;
+	p->adapt = c->cache_adapt;
 }
 
 static void init(void)

@@ -109,6 +109,7 @@ void hz_prezero_release(struct hz_cache_batch *b)
 void hz_pz_init_cache(void)
 {
 	hz_cache_init(&pz_cache, hz_cache_policy()->decay_ns, hz_cache_budget(), hz_prezero_release);
+	hz_cache_adapt(&pz_cache, hz_cache_policy()->adapt);
 }
 
 bool hz_prezero_wait(int *word, int mask, int want, uint64_t ns)
@@ -152,7 +153,9 @@ void hz_pz_collect(struct hz_cache_batch *b)
 			/* Partly dirty (starved) is dirty as a whole: its clean
 			 * top is one unit, not worth a split. */
 			now = now ? now : hz_prim_now_ns();
-			hz_cache_add(&pz_cache, (struct hz_cache_entry){ j->result, now, j->dirty == 0 },
+			hz_cache_add(&pz_cache,
+				     (struct hz_cache_entry){ .span = j->result, .idle_since = now,
+							      .clean = j->dirty == 0 },
 				     b);
 		}
 		__atomic_store_n(&j->state, JOB_FREE, __ATOMIC_RELEASE);

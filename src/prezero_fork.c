@@ -104,10 +104,12 @@ void hz_prezero_fork_child(void)
 
 		hz_cache_budget_charge(pz_cache.budget, 0, used < pz_cache.bytes ? used : pz_cache.bytes);
 		hz_cache_init(&pz_cache, pz_cache.decay_ns, pz_cache.budget, hz_prezero_release);
+		hz_cache_adapt(&pz_cache, hz_cache_policy()->adapt);
 	}
 	fork_child_jobs();
 	if (hz_prezero_share_fork_child(&kept))
-		hz_cache_add(&pz_cache, (struct hz_cache_entry){ kept, hz_prim_now_ns(), false }, &b);
+		hz_cache_add(&pz_cache,
+			     (struct hz_cache_entry){ .span = kept, .idle_since = hz_prim_now_ns() }, &b);
 	hz_pz_collect(&b);
 	drop_holes(&b);
 	hz_prezero_release(&b);

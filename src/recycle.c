@@ -56,8 +56,9 @@ static int from_cache(size_t size, size_t align, bool zero, struct hz_cache_batc
 		      struct hz_span *span, size_t *dirty)
 {
 	bool dirty_ok = !zero || hz_prezero_mode() != HZ_PREZERO_OPT_OFF;
-	bool may_claim = true;
+	bool may_claim = true, noted = false;
 	struct hz_cache *c;
+	uint64_t now;
 	int i;
 
 	for (;;) {
@@ -66,12 +67,18 @@ static int from_cache(size_t size, size_t align, bool zero, struct hz_cache_batc
 			return -ENOENT;
 		if (zero)
 			hz_prezero_note_calloc(size);
-		hz_cache_decay(c, hz_prim_now_ns(), b);
+		now = hz_prim_now_ns();
+		hz_cache_decay(c, now, b);
 		i = hz_cache_pick(c, size, align, zero, dirty_ok);
 		/* calloc: a clean span first, else the one the thread has
 		 * partly zeroed, else a dirty one. */
 		if (zero && may_claim && (i < 0 || !c->entries[i].clean) &&
 		    hz_prezero_claimable(size, align)) {
+			/* A hit, counted before the claim leaves the guard;
+			 * its time since the free is the thread's to know. */
+			if (!noted)
+				hz_cache_note(c, size, now, true, 0, b);
+			noted = true;
 			if (hz_prezero_claim(span, dirty) == 0) /* leaves the guard */
 				return 0;
 			may_claim = false; /* too slow: another block */
@@ -79,6 +86,8 @@ static int from_cache(size_t size, size_t align, bool zero, struct hz_cache_batc
 		}
 		break;
 	}
+	if (!noted)
+		hz_cache_note(c, size, now, i >= 0, i >= 0 ? c->entries[i].idle_since : 0, b);
 	if (i < 0) {
 		hz_prezero_leave();
 		return -ENOENT;
@@ -226,7 +235,7 @@ void hz_recycle_free(void *p)
 		return;
 	}
 	hz_cache_decay(c, e.idle_since, &b);
-	hz_cache_add(c, e, &b);
+	hz_cache_put(c, e, &b);
 	hz_prezero_leave();
 	hz_prezero_release(&b);
 	if (hz_prezero_mode() == HZ_PREZERO_OPT_THREAD && !e.clean)

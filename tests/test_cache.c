@@ -9,10 +9,12 @@
 #include <cmocka.h>
 
 #include "cache.h"
+#include "stats.h"
 
 #define G HZ_GRANULE
 #define BASE ((uintptr_t)1 << 40)
 #define NS 1000000000ull
+#define MS 1000000ull
 
 static struct hz_cache cache;
 static struct hz_cache_budget budget;
@@ -38,7 +40,7 @@ static struct hz_cache_entry entry(size_t first, size_t granules, bool clean, ui
 {
 	struct hz_span s = { hz_range_make(BASE + first * G, granules * G), HZ_BACKING_THP };
 
-	return (struct hz_cache_entry){ s, t, clean };
+	return (struct hz_cache_entry){ .span = s, .idle_since = t, .clean = clean };
 }
 
 static void add(struct hz_cache_entry e)
@@ -241,6 +243,249 @@ static void first_dirty_and_remove_keep_the_counts(void **state)
 	assert_accounted();
 }
 
+/* ---- stays from observed reuse (hz_cache_adapt) ---- */
+
+/* An adaptive table, a budget of 2 GiB, decay after 5 s. */
+static int adaptive(void **state)
+{
+	(void)state;
+	budget = (struct hz_cache_budget){ 1024 * G, 0 };
+	flushed = 0;
+	hz_cache_init(&cache, 5 * NS, &budget, flush);
+	hz_cache_adapt(&cache, true);
+	hz_stats = (struct hz_stats){ 0 };
+	return 0;
+}
+
+/* A program's free of e into the table; returns the spans given back. */
+static unsigned put(struct hz_cache_entry e)
+{
+	struct hz_cache_batch b = { .count = 0 };
+
+	hz_cache_put(&cache, e, &b);
+	return b.count;
+}
+
+static void miss(size_t granules, uint64_t now)
+{
+	struct hz_cache_batch b = { .count = 0 };
+
+	hz_cache_note(&cache, granules * G, now, false, 0, &b);
+	flushed += b.count;
+}
+
+/* A request of the size of entry i served by it at now. */
+static void hit(unsigned i, uint64_t now)
+{
+	struct hz_cache_batch b = { .count = 0 };
+	struct hz_cache_entry e = cache.entries[i];
+
+	hz_cache_note(&cache, hz_span_bytes(&e.span), now, true, e.idle_since, &b);
+	assert_int_equal(b.count, 0);
+	hz_cache_remove(&cache, i);
+}
+
+static void one_shot_block_larger_than_the_probe_room_goes_back_at_its_free(void **state)
+{
+	(void)state;
+	/* 256 MiB, its size never seen: glibc would unmap it */
+	assert_int_equal(put(entry(0, 128, false, 1)), 1);
+	assert_int_equal(cache.count, 0);
+	assert_int_equal(hz_stats.cache_no_reuse, 1);
+	assert_int_equal(hz_stats.cache_no_reuse_bytes, 128 * G);
+	assert_accounted();
+}
+
+static void first_small_free_is_a_probe_kept_one_second(void **state)
+{
+	struct hz_cache_batch b = { .count = 0 };
+
+	(void)state;
+	assert_int_equal(put(entry(0, 16, false, NS)), 0); /* 32 MiB */
+	assert_true(cache.entries[0].probe);
+	assert_int_equal(cache.probe_bytes, 16 * G);
+	hz_cache_decay(&cache, 2 * NS - 1, &b);
+	assert_int_equal(b.count, 0);
+	hz_cache_decay(&cache, 2 * NS, &b); /* 1 s, not the 5 s decay */
+	assert_int_equal(b.count, 1);
+	assert_int_equal(hz_stats.cache_no_reuse, 1);
+	assert_int_equal(cache.probe_bytes, 0);
+	assert_accounted();
+}
+
+static void probes_share_64_mib_the_oldest_going_first(void **state)
+{
+	(void)state;
+	assert_int_equal(put(entry(0, 16, false, 1)), 0);
+	assert_int_equal(put(entry(20, 16, false, 2)), 0);
+	assert_int_equal(put(entry(40, 16, false, 3)), 1); /* 96 MiB of probes */
+	assert_int_equal(cache.count, 2);
+	assert_int_equal(-1, find(BASE));
+	assert_int_equal(cache.probe_bytes, 32 * G);
+	assert_accounted();
+}
+
+static void a_miss_drops_every_probe(void **state)
+{
+	(void)state;
+	put(entry(0, 4, false, 1));
+	put(entry(10, 8, true, 2));
+	miss(32, 3); /* 64 MiB: neither fits, and its fresh block comes beside them */
+	assert_int_equal(flushed, 2);
+	assert_int_equal(cache.count, 0);
+	assert_int_equal(hz_stats.cache_no_reuse, 2);
+	assert_accounted();
+}
+
+static void cycling_class_turns_warm_and_stays_8_times_its_reuse_time(void **state)
+{
+	struct hz_cache_batch b = { .count = 0 };
+	uint64_t t = NS;
+
+	(void)state;
+	/* 32 MiB freed and reused 100 ms later, three times */
+	for (int round = 0; round < 3; round++, t += 200 * MS) {
+		assert_int_equal(put(entry(0, 16, false, t)), 0);
+		hit(0, t + 100 * MS);
+	}
+	put(entry(0, 16, false, t));
+	assert_false(cache.entries[0].probe);
+	assert_int_equal(cache.entries[0].stay_ns, 800 * MS);
+	assert_int_equal(cache.probe_bytes, 0);
+	/* a miss of another size leaves it: it is not a probe */
+	miss(64, t + 1);
+	assert_int_equal(cache.count, 1);
+	hz_cache_decay(&cache, t + 800 * MS - 1, &b);
+	assert_int_equal(b.count, 0);
+	hz_cache_decay(&cache, t + 800 * MS, &b);
+	assert_int_equal(b.count, 1);
+	assert_int_equal(hz_stats.cache_no_reuse, 0);
+	assert_accounted();
+}
+
+static void warm_stay_is_at_least_250_ms_and_at_most_the_decay(void **state)
+{
+	(void)state;
+	put(entry(0, 16, false, NS));
+	hit(0, NS + 1000); /* 1 us */
+	put(entry(0, 16, false, 2 * NS));
+	assert_int_equal(cache.entries[0].stay_ns, 250 * MS);
+	hit(0, 12 * NS); /* 10 s: the average goes to 2.5 s, 8 times is 20 */
+	put(entry(0, 16, false, 13 * NS));
+	assert_int_equal(cache.entries[0].stay_ns, 5 * NS);
+}
+
+static void miss_soon_after_a_released_free_keeps_the_next_one(void **state)
+{
+	(void)state;
+	assert_int_equal(put(entry(0, 128, false, NS)), 1); /* given back */
+	miss(128, NS + 50 * MS);
+	assert_int_equal(hz_stats.cache_reuse_missed, 1);
+	assert_int_equal(put(entry(0, 128, false, 2 * NS)), 0); /* kept now */
+	assert_false(cache.entries[0].probe);
+	assert_int_equal(cache.entries[0].stay_ns, 400 * MS);
+	/* once per block given back: with none given back, no evidence */
+	miss(128, 2 * NS + 1);
+	assert_int_equal(hz_stats.cache_reuse_missed, 1);
+}
+
+static void a_batch_freed_then_allocated_again_is_kept_the_next_time(void **state)
+{
+	(void)state;
+	/* four 256 MiB buffers freed, then four asked for again */
+	for (size_t i = 0; i < 4; i++)
+		assert_int_equal(put(entry(i * 200, 128, false, NS)), 1);
+	for (size_t i = 0; i < 4; i++)
+		miss(128, NS + 10 * MS);
+	assert_int_equal(hz_stats.cache_reuse_missed, 4);
+	miss(128, NS + 10 * MS); /* a fifth: nothing was given back for it */
+	assert_int_equal(hz_stats.cache_reuse_missed, 4);
+	for (size_t i = 0; i < 4; i++)
+		assert_int_equal(put(entry(i * 200, 128, false, 2 * NS)), 0);
+	assert_int_equal(cache.count, 4);
+	assert_int_equal(cache.probe_bytes, 0);
+	assert_accounted();
+}
+
+static void miss_long_after_the_free_is_no_reuse(void **state)
+{
+	(void)state;
+	assert_int_equal(put(entry(0, 128, false, NS)), 1);
+	miss(128, 6 * NS); /* after the 5 s decay: glibc's munmap cost nothing */
+	assert_int_equal(hz_stats.cache_reuse_missed, 0);
+	assert_int_equal(put(entry(0, 128, false, 7 * NS)), 1);
+}
+
+static void mixed_warm_class_kept_beside_one_shot_sizes(void **state)
+{
+	uint64_t t = NS;
+
+	(void)state;
+	for (int round = 0; round < 4; round++, t += 10 * MS) {
+		put(entry(0, 16, false, t)); /* 32 MiB, cycled */
+		hit(0, t + MS);
+	}
+	/* one-shot sizes around it: 1 GiB, 512 MiB, given back at free */
+	assert_int_equal(put(entry(100, 512, false, t)), 1);
+	assert_int_equal(put(entry(700, 256, false, t)), 1);
+	assert_int_equal(put(entry(0, 16, false, t)), 0);
+	assert_int_equal(put(entry(20, 16, false, t)), 0);
+	assert_int_equal(cache.count, 2);
+	assert_int_equal(cache.probe_bytes, 0);
+	assert_int_equal(hz_stats.cache_no_reuse, 2);
+	/* a class freed often and rarely hit turns cold again: 4 hits in
+	 * 17 frees */
+	assert_false(cache.entries[cache.count - 1].probe);
+	for (int round = 0; round < 11; round++)
+		put(entry(40 + (size_t)round * 20, 16, false, t + 1));
+	assert_true(cache.entries[cache.count - 1].probe);
+	assert_accounted();
+}
+
+static void a_spare_no_request_took_for_a_whole_stay_goes_though_it_rotates(void **state)
+{
+	struct hz_cache_batch b = { .count = 0 };
+
+	(void)state;
+	put(entry(0, 16, false, NS));
+	hit(0, NS + 1000); /* warm */
+	put(entry(0, 16, false, 2 * NS));
+	put(entry(20, 16, false, 2 * NS));
+	hz_cache_decay(&cache, 2 * NS, &b); /* two cached: the low mark starts */
+	/* each is taken and freed again: neither idles 250 ms, but one of the
+	 * two was never needed */
+	hit((unsigned)find(BASE + 20 * G), 2 * NS + 1000);
+	put(entry(20, 16, false, 2 * NS + 2000));
+	hit((unsigned)find(BASE), 2 * NS + 3000);
+	put(entry(0, 16, false, 2 * NS + 4000));
+	assert_int_equal(cache.entries[find(BASE)].stay_ns, 250 * MS);
+	hz_cache_decay(&cache, 2 * NS + 250 * MS - 1, &b);
+	assert_int_equal(b.count, 0);
+	hz_cache_decay(&cache, 2 * NS + 250 * MS, &b); /* neither idle 250 ms */
+	assert_int_equal(b.count, 1);
+	assert_int_equal(b.spans[0].range.start, BASE + 20 * G); /* the older */
+	assert_int_equal(cache.count, 1);
+	/* the one left is needed: no trim in the next stay */
+	hit(0, 2 * NS + 250 * MS + 1000);
+	put(entry(0, 16, false, 2 * NS + 250 * MS + 2000));
+	b.count = 0;
+	hz_cache_decay(&cache, 2 * NS + 500 * MS, &b);
+	assert_int_equal(b.count, 0);
+	assert_accounted();
+}
+
+static void without_adapt_every_free_stays_the_decay(void **state)
+{
+	(void)state;
+	hz_cache_adapt(&cache, false);
+	assert_int_equal(put(entry(0, 512, false, 1)), 0);
+	assert_false(cache.entries[0].probe);
+	assert_int_equal(cache.entries[0].stay_ns, 5 * NS);
+	miss(1024, 2);
+	assert_int_equal(cache.count, 1);
+	assert_int_equal(hz_stats.cache_no_reuse, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -254,6 +499,22 @@ int main(void)
 		cmocka_unit_test_setup(decay_releases_idle_spans_a_batch_at_a_time, fresh),
 		cmocka_unit_test_setup(a_full_table_evicts_and_flushes_a_full_batch, fresh),
 		cmocka_unit_test_setup(first_dirty_and_remove_keep_the_counts, fresh),
+		cmocka_unit_test_setup(one_shot_block_larger_than_the_probe_room_goes_back_at_its_free,
+				       adaptive),
+		cmocka_unit_test_setup(first_small_free_is_a_probe_kept_one_second, adaptive),
+		cmocka_unit_test_setup(probes_share_64_mib_the_oldest_going_first, adaptive),
+		cmocka_unit_test_setup(a_miss_drops_every_probe, adaptive),
+		cmocka_unit_test_setup(cycling_class_turns_warm_and_stays_8_times_its_reuse_time,
+				       adaptive),
+		cmocka_unit_test_setup(warm_stay_is_at_least_250_ms_and_at_most_the_decay, adaptive),
+		cmocka_unit_test_setup(miss_soon_after_a_released_free_keeps_the_next_one, adaptive),
+		cmocka_unit_test_setup(a_batch_freed_then_allocated_again_is_kept_the_next_time,
+				       adaptive),
+		cmocka_unit_test_setup(miss_long_after_the_free_is_no_reuse, adaptive),
+		cmocka_unit_test_setup(mixed_warm_class_kept_beside_one_shot_sizes, adaptive),
+		cmocka_unit_test_setup(
+			a_spare_no_request_took_for_a_whole_stay_goes_though_it_rotates, adaptive),
+		cmocka_unit_test_setup(without_adapt_every_free_stays_the_decay, adaptive),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
