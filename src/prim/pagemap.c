@@ -24,6 +24,7 @@
 #include "pagemap.h"
 
 #include <errno.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -223,7 +224,15 @@ int hz_prim_pagemap_scan(uintptr_t start, uintptr_t end, struct hz_prim_page_reg
 	fd = our_fd(r);
 	if (fd < 0)
 		return -EBADF;
+	/* Tools that model system calls (valgrind) know the argument the
+	 * ioctl writes, not the vector it points to. */
+	memset(vec, 0, n * sizeof(*vec));
 	ret = scan_ioctl(fd, &arg);
+	/* A number the program took between the check and the ioctl (a
+	 * dup2 in another thread) answered for another file: not used. */
+	if (!is_ours(fd, __atomic_load_n(&r->dev, __ATOMIC_RELAXED),
+		     __atomic_load_n(&r->ino, __ATOMIC_RELAXED)))
+		return -EBADF;
 	/* Before Linux 6.7 (ENOTTY, EINVAL), or forbidden (EPERM, ENOSYS
 	 * from seccomp): never again. */
 	if (ret == -ENOTTY || ret == -EINVAL || ret == -EPERM || ret == -ENOSYS)
