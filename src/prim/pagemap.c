@@ -4,8 +4,8 @@
  * The fd lives inside a host program, which may close every fd (daemons),
  * dup2 over any number, fork, exec, unshare or chroot (no /proc), or
  * forbid the ioctl (seccomp). So:
- *  - it is opened O_CLOEXEC (exec drops it) and once, not per scan (an
- *    open costs several scans);
+ *  - it is opened O_CLOEXEC (exec drops it), moved to 100 or above, and
+ *    once, not per scan (an open costs several scans);
  *  - before each use fstat must find the very file we opened (device and
  *    inode) at its number, else the number is the program's now: it is
  *    forgotten, never used or closed, and a new fd opened;
@@ -49,6 +49,10 @@ struct hz_pm_scan_arg {
 /* A program that took our number this often keeps doing it: stop. */
 #define MAX_REPLACED 8
 #define RETRY_NS HZ_NS_PER_SEC
+/* 100 and up, as the report's fd: out of the way of programs that expect
+ * low numbers free (a number taken below it is kept when the limit on
+ * open files forbids the move). */
+#define FD_MIN 100
 
 struct record {
 	int live;       /* set up in this process (0 in a child of fork) */
@@ -130,7 +134,7 @@ static void close_inherited(void)
 static void open_fd(struct record *r)
 {
 	uint64_t dev, ino, now = hz_prim_now_ns();
-	int fd;
+	int fd, high;
 
 	if (now < r->retry_after)
 		return;
@@ -138,6 +142,11 @@ static void open_fd(struct record *r)
 	if (fd < 0) {
 		r->retry_after = now + RETRY_NS;
 		return;
+	}
+	high = hz_prim_dup_cloexec(fd, FD_MIN);
+	if (high >= 0) {
+		hz_prim_close(fd);
+		fd = high;
 	}
 	if (identity(fd, &dev, &ino) != 0) {
 		hz_prim_close(fd);
