@@ -11,6 +11,7 @@
 #include "prim/prim.h"
 #include "range.h"
 #include "sizes.h"
+#include "stats.h"
 
 /* A probe that could not map its scratch pages (RLIMIT_AS or
  * vm.max_map_count reached) answers "untrusted" this time and is asked
@@ -62,14 +63,80 @@ static bool use_cached_stores(size_t len, uintptr_t hint)
 	return len <= v / 4;
 }
 
+/* ---- one residency pass per block ----
+ *
+ * hz_zero_choose reads the residency of the range, and the hz_zero_with
+ * that follows on the same range in the same thread (the recycler's
+ * pattern) acts on those runs instead of asking the kernel again: the
+ * pass costs as much as the drop of a sparse block. They are kept only
+ * while nothing can have written the range: until the next hz_zero_*
+ * call of the thread, and only while no block was handed out anywhere
+ * since (hz_stats.handouts; the range is free, so only a hand-out, then a
+ * write, could make them stale). Many runs (more than fit) are not kept. */
+#define KEPT_RUNS 32
+
+struct kept_run {
+	struct hz_range run;
+	enum hz_prim_res res;
+};
+
+struct kept {
+	bool valid, exact;
+	unsigned count;
+	uint64_t epoch;
+	struct hz_range range;
+	struct kept_run runs[KEPT_RUNS];
+};
+
+static __thread struct kept kept;
+
+static uint64_t handouts(void)
+{
+	return __atomic_load_n(&hz_stats.handouts, __ATOMIC_ACQUIRE);
+}
+
+static void keep_run(void *ctx, struct hz_range run, enum hz_prim_res res)
+{
+	size_t *data = ctx;
+
+	if (res == HZ_RES_DATA)
+		*data += hz_range_len(run);
+	if (kept.count < KEPT_RUNS)
+		kept.runs[kept.count] = (struct kept_run){ run, res };
+	else
+		kept.valid = false;
+	kept.count++;
+}
+
+/* The runs of [start, start + len): the kept ones when they are of this
+ * range and still true, else a new pass. Either way none are kept after. */
+static int residency(uintptr_t start, size_t len, hz_prim_page_fn *fn, void *ctx,
+		     bool *exact)
+{
+	struct hz_range r = hz_range_make(start, len);
+	bool mine = kept.valid && kept.range.start == r.start && kept.range.end == r.end &&
+		    kept.epoch == handouts();
+
+	kept.valid = false;
+	if (!mine)
+		return hz_prim_residency_scan(start, len, fn, ctx, exact);
+	for (unsigned i = 0; i < kept.count; i++)
+		fn(ctx, kept.runs[i].run, kept.runs[i].res);
+	*exact = kept.exact;
+	return 0;
+}
+
+/* ---- zeroing the runs ---- */
+
 struct walk {
 	uintptr_t reached;   /* the end of the last run passed */
 	uintptr_t hint;
 	bool cached;         /* clear with cached stores (use_cached_stores) */
 	bool may_swap;
 	bool drop;           /* drop resident runs instead of clearing them */
+	bool exact;          /* the runs without data hold none, swap or not */
 	struct hz_range hot; /* the resident run holding the hint, done last */
-	size_t written;
+	size_t written, dropped, zero_page;
 };
 
 static void clear_run(const struct walk *w, struct hz_range run, uintptr_t hint)
@@ -80,24 +147,36 @@ static void clear_run(const struct walk *w, struct hz_range run, uintptr_t hint)
 		hz_clear((void *)run.start, hz_range_len(run), (const void *)hint);
 }
 
-/* For each run of hz_prim_residency. */
-static void finish_run(void *ctx, struct hz_range run, bool resident)
+static bool drop_run(struct walk *w, struct hz_range run)
+{
+	if (hz_prim_madvise((void *)run.start, hz_range_len(run), MADV_DONTNEED) != 0)
+		return false;
+	w->dropped += hz_range_len(run);
+	return true;
+}
+
+/* For each run of the residency pass. */
+static void finish_run(void *ctx, struct hz_range run, enum hz_prim_res res)
 {
 	struct walk *w = ctx;
 
 	w->reached = run.end;
-	if (!resident) {
-		/* A page swapped out may hold data: drop it, or (the drop
-		 * refused, as for mlocked memory) clear it. */
-		if (!w->may_swap ||
-		    hz_prim_madvise((void *)run.start, hz_range_len(run), MADV_DONTNEED) == 0)
+	if (res == HZ_RES_ZERO_PAGE) { /* only read: reads zero already */
+		w->zero_page += hz_range_len(run);
+		return;
+	}
+	if (res == HZ_RES_NONE) {
+		/* A page swapped out may hold data (mincore cannot tell):
+		 * drop it, or (the drop refused, as for mlocked memory)
+		 * clear it. */
+		if (w->exact || !w->may_swap || drop_run(w, run))
 			return;
 		clear_run(w, run, 0);
 		w->written += hz_range_len(run);
 		return;
 	}
 	if (w->drop) {
-		if (hz_prim_madvise((void *)run.start, hz_range_len(run), MADV_DONTNEED) == 0)
+		if (drop_run(w, run))
 			return;
 	} else if (hz_range_contains(run, w->hint)) {
 		w->hot = run;
@@ -107,19 +186,23 @@ static void finish_run(void *ctx, struct hz_range run, bool resident)
 	w->written += hz_range_len(run);
 }
 
-static void count_resident(void *ctx, struct hz_range run, bool resident)
-{
-	if (resident)
-		*(size_t *)ctx += hz_range_len(run);
-}
-
 /* Pages whose residency mincore could not tell count as resident (see
- * hz_prim_residency). -ENOMEM: the range has a hole (hz_prim_all_mapped
- * confirms it; when it finds none, residency is unknown: all used). */
+ * hz_prim_residency_scan). -ENOMEM: the range has a hole
+ * (hz_prim_all_mapped confirms it; when it finds none, residency is
+ * unknown: all used). A clean pass is kept for hz_zero_with. */
 static int resident_bytes(uintptr_t start, size_t len, size_t *bytes)
 {
+	bool exact;
+	int ret;
+
 	*bytes = 0;
-	if (hz_prim_residency(start, len, count_resident, bytes) != -ENOMEM)
+	kept = (struct kept){ .valid = true, .epoch = handouts(),
+			      .range = hz_range_make(start, len) };
+	ret = hz_prim_residency_scan(start, len, keep_run, bytes, &exact);
+	kept.exact = exact;
+	if (ret != 0)
+		kept.valid = false;
+	if (ret != -ENOMEM)
 		return 0;
 	if (!hz_prim_all_mapped(start, len))
 		return -ENOMEM;
@@ -151,14 +234,19 @@ static void finish_after_failed_probe(struct walk *w, uintptr_t end)
 static size_t zero_resident_runs(uintptr_t start, size_t len, uintptr_t hint,
 				 bool may_swap, bool drop)
 {
-	struct walk w = { start, hint, use_cached_stores(len, hint), may_swap, drop, { 0, 0 }, 0 };
+	struct walk w = { .reached = start, .hint = hint,
+			  .cached = use_cached_stores(len, hint),
+			  .may_swap = may_swap, .drop = drop };
 
-	if (hz_prim_residency(start, len, finish_run, &w) == -ENOMEM)
+	if (residency(start, len, finish_run, &w, &w.exact) == -ENOMEM)
 		finish_after_failed_probe(&w, start + len);
 	if (!hz_range_empty(w.hot)) {
 		clear_run(&w, w.hot, hint);
 		w.written += hz_range_len(w.hot);
 	}
+	hz_stats_add(zeroed_bytes, w.written);
+	hz_stats_add(dropped_bytes, w.dropped);
+	hz_stats_add(zero_page_bytes, w.zero_page);
 	return w.written;
 }
 
@@ -184,10 +272,12 @@ size_t hz_zero_with(uintptr_t start, size_t len, uintptr_t hint,
 		    enum hz_zero_method method, enum hz_zero_how how)
 {
 	if (!hz_zero_residency_trusted()) {
+		kept.valid = false;
 		if (use_cached_stores(len, hint))
 			hz_clear_cached((void *)start, len);
 		else
 			hz_clear((void *)start, len, (const void *)hint);
+		hz_stats_add(zeroed_bytes, len);
 		return len;
 	}
 	/* Dropping only the resident runs spares the kernel a walk over page
@@ -196,8 +286,11 @@ size_t hz_zero_with(uintptr_t start, size_t len, uintptr_t hint,
 	if (method == HZ_ZERO_DROP && how == HZ_ZERO_ANY) {
 		if (!swap_possible())
 			return zero_resident_runs(start, len, hint, false, true);
-		if (hz_prim_madvise((void *)start, len, MADV_DONTNEED) == 0)
+		if (hz_prim_madvise((void *)start, len, MADV_DONTNEED) == 0) {
+			kept.valid = false;
+			hz_stats_add(dropped_bytes, len);
 			return 0;
+		}
 	}
 	return zero_resident_runs(start, len, hint, how == HZ_ZERO_ANY && swap_possible(),
 				  false);

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "prim/memory.h"
+#include "prim/pagemap.h"
 #include "prim/prim.h"
 #include "util.h"
 
@@ -300,9 +301,10 @@ static void residency_walks_maximal_runs(void **state)
 	munmap(p, 8 * PAGE);
 }
 
-/* A hole in the second 16 MiB piece mincore is asked for (ENOMEM): the
- * runs of the first piece are passed, nothing of the piece with the hole
- * or after it, and the walk says -ENOMEM, never "resident". */
+/* A hole 24 MiB in: the runs before it are passed (PAGEMAP_SCAN: up to the
+ * hole exactly; mincore, asked once for the whole range, fails on all of
+ * it: none), nothing of the hole or after it, and the walk says -ENOMEM,
+ * never "resident". */
 static void residency_stops_at_a_hole(void **state)
 {
 	const size_t len = 48 << 20, hole = 24 << 20;
@@ -318,9 +320,14 @@ static void residency_stops_at_a_hole(void **state)
 	assert_true(p != MAP_FAILED);
 	assert_int_equal(munmap(p + hole, PAGE), 0);
 	assert_int_equal(hz_prim_residency((uintptr_t)p, len, note_run, &r), -ENOMEM);
-	assert_true(r.count >= 1);
-	assert_true(r.run[0].start == (uintptr_t)p);
-	assert_true(r.run[r.count - 1].end == (uintptr_t)p + (16 << 20));
+	if (hz_prim_pagemap_fd() >= 0) {
+		assert_true(r.count >= 1);
+		assert_true(r.run[r.count - 1].end == (uintptr_t)p + hole);
+	}
+	if (r.count > 0) {
+		assert_true(r.run[0].start == (uintptr_t)p);
+		assert_true(r.run[r.count - 1].end <= (uintptr_t)p + hole);
+	}
 	assert_false(hz_prim_all_mapped((uintptr_t)p, len));
 	assert_true(hz_prim_all_mapped((uintptr_t)p, hole));
 	munmap(p, len);

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 
 #include "fault.h"
+#include "pagemap.h"
 #include "prim.h"
 #include "../sizes.h"
 
@@ -244,44 +245,176 @@ int hz_prim_commit_populated(uintptr_t start, size_t len, enum hz_prim_pages pag
 
 /* ---- residency ---- */
 
-int hz_prim_residency(uintptr_t start, size_t len, hz_prim_run_fn *fn, void *ctx)
+/* Runs being built: contiguous pieces of one state join, a change of
+ * state passes the run so far to fn. */
+struct runs {
+	struct hz_range run;
+	enum hz_prim_res res;
+	hz_prim_page_fn *fn;
+	void *ctx;
+};
+
+static void push(struct runs *r, uintptr_t start, uintptr_t end, enum hz_prim_res res)
+{
+	if (start >= end)
+		return;
+	if (!hz_range_empty(r->run) && res != r->res) {
+		r->fn(r->ctx, r->run, r->res);
+		r->run.start = start;
+	} else if (hz_range_empty(r->run)) {
+		r->run.start = start;
+	}
+	r->run.end = end;
+	r->res = res;
+}
+
+static void push_vec(struct runs *r, uintptr_t at, const unsigned char *vec, size_t pages)
+{
+	size_t i = 0;
+
+	while (i < pages) {
+		size_t j = i + 1;
+		bool res = vec[i] & 1;
+
+		while (j < pages && (bool)(vec[j] & 1) == res)
+			j++;
+		push(r, at + i * HZ_SZ_4K, at + j * HZ_SZ_4K, res ? HZ_RES_DATA : HZ_RES_NONE);
+		i = j;
+	}
+}
+
+/* One mincore call per block up to 1 GiB: the vector is in .bss (pages
+ * never used never become resident), taken by one thread at a time; the
+ * others, and larger blocks, ask 16 MiB at a time with a vector on the
+ * stack. */
+#define BIG_VEC_PAGES (HZ_SZ_1G / HZ_SZ_4K)
+static unsigned char big_vec[BIG_VEC_PAGES];
+static int big_vec_busy;
+
+static int mincore_piece(struct runs *r, uintptr_t at, size_t n, unsigned char *vec, int *err)
+{
+	int ret = hz_prim_mincore((void *)at, n, vec);
+
+	if (ret == -ENOMEM)
+		return ret;
+	if (ret != 0) {
+		memset(vec, 1, n / HZ_SZ_4K); /* unknown counts as used */
+		*err = *err ? *err : ret;
+	}
+	push_vec(r, at, vec, n / HZ_SZ_4K);
+	return 0;
+}
+
+/* [start, end) with mincore. Returns where a hole stopped it (end: none). */
+static uintptr_t mincore_runs(struct runs *r, uintptr_t start, uintptr_t end, int *err)
 {
 	unsigned char vec[VEC_PAGES];
-	struct hz_range run = { start, start };
-	bool resident = false;
+	int idle = 0;
+
+	if (end - start <= HZ_SZ_1G &&
+	    __atomic_compare_exchange_n(&big_vec_busy, &idle, 1, false, __ATOMIC_ACQUIRE,
+					__ATOMIC_RELAXED)) {
+		int ret = mincore_piece(r, start, end - start, big_vec, err);
+
+		__atomic_store_n(&big_vec_busy, 0, __ATOMIC_RELEASE);
+		return ret == -ENOMEM ? start : end;
+	}
+	for (uintptr_t at = start; at < end; at += VEC_BYTES) {
+		size_t n = end - at < VEC_BYTES ? end - at : VEC_BYTES;
+
+		if (mincore_piece(r, at, n, vec, err) == -ENOMEM)
+			return at;
+	}
+	return end;
+}
+
+static enum hz_prim_res region_res(uint64_t categories)
+{
+	if (categories & HZ_PAGE_IS_SWAPPED)
+		return HZ_RES_DATA; /* holds data, resident or not */
+	if (!(categories & HZ_PAGE_IS_PRESENT))
+		return HZ_RES_NONE;
+	return categories & HZ_PAGE_IS_PFNZERO ? HZ_RES_ZERO_PAGE : HZ_RES_DATA;
+}
+
+#define SCAN_REGIONS 64
+
+/* [*at, end) with PAGEMAP_SCAN, *at moving on. Returns 0 when done (a hole
+ * at *at when *at < end), or the scan's error at *at: mincore goes on. */
+static int pagemap_runs(struct runs *r, uintptr_t *at, uintptr_t end)
+{
+	struct hz_prim_page_region vec[SCAN_REGIONS];
+
+	while (*at < end) {
+		uintptr_t walk_end;
+		int n = hz_prim_pagemap_scan(*at, end, vec, SCAN_REGIONS, &walk_end);
+
+		if (n < 0)
+			return n;
+		if (n == 0)
+			return 0; /* nothing mapped at *at: a hole */
+		for (int i = 0; i < n; i++) {
+			if (vec[i].start != *at)
+				return 0; /* a hole */
+			push(r, vec[i].start, vec[i].end, region_res(vec[i].categories));
+			*at = vec[i].end;
+		}
+		if (*at < walk_end)
+			return 0; /* a hole up to walk_end */
+	}
+	return 0;
+}
+
+int hz_prim_residency_scan(uintptr_t start, size_t len, hz_prim_page_fn *fn, void *ctx,
+			   bool *exact)
+{
+	struct runs r = { { start, start }, HZ_RES_NONE, fn, ctx };
+	uintptr_t at = start, end = start + len;
 	int err = 0;
 
-	for (uintptr_t at = start; at < start + len; at += VEC_BYTES) {
-		size_t n = start + len - at < VEC_BYTES ? start + len - at : VEC_BYTES;
-		int ret = hz_prim_mincore((void *)at, n, vec);
+	*exact = pagemap_runs(&r, &at, end) == 0;
+	if (!*exact)
+		at = mincore_runs(&r, at, end, &err);
+	if (!hz_range_empty(r.run))
+		fn(ctx, r.run, r.res);
+	/* A hole: the runs up to it were passed, nothing of it or after it
+	 * is reported as ours to write. */
+	return at < end ? -ENOMEM : err;
+}
 
-		if (ret == -ENOMEM) {
-			/* A hole: the runs up to it end here, and nothing of
-			 * it or after it is reported as ours to write. */
-			len = at - start;
-			err = ret;
-			break;
-		}
-		if (ret != 0) {
-			memset(vec, 1, n / HZ_SZ_4K); /* unknown counts as used */
-			err = err ? err : ret;
-		}
-		for (size_t i = 0; i < n / HZ_SZ_4K; i++) {
-			bool r = vec[i] & 1;
+/* hz_prim_residency's runs: data or not, a zero-page run joining the
+ * runs without data around it. */
+struct bool_runs {
+	struct hz_range run;
+	bool resident;
+	hz_prim_run_fn *fn;
+	void *ctx;
+};
 
-			if (r == resident)
-				continue;
-			run.end = at + i * HZ_SZ_4K;
-			if (!hz_range_empty(run))
-				fn(ctx, run, resident);
-			run.start = run.end;
-			resident = r;
-		}
+static void as_bool(void *ctx, struct hz_range run, enum hz_prim_res res)
+{
+	struct bool_runs *b = ctx;
+	bool resident = res == HZ_RES_DATA;
+
+	if (!hz_range_empty(b->run) && resident != b->resident) {
+		b->fn(b->ctx, b->run, b->resident);
+		b->run.start = run.start;
+	} else if (hz_range_empty(b->run)) {
+		b->run.start = run.start;
 	}
-	run.end = start + len;
-	if (!hz_range_empty(run))
-		fn(ctx, run, resident);
-	return err;
+	b->run.end = run.end;
+	b->resident = resident;
+}
+
+int hz_prim_residency(uintptr_t start, size_t len, hz_prim_run_fn *fn, void *ctx)
+{
+	struct bool_runs b = { { start, start }, false, fn, ctx };
+	bool exact;
+	int ret = hz_prim_residency_scan(start, len, as_bool, &b, &exact);
+
+	if (!hz_range_empty(b.run))
+		fn(ctx, b.run, b.resident);
+	return ret;
 }
 
 /* ---- what discarding does ---- */

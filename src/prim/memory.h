@@ -114,19 +114,38 @@ uint64_t hz_prim_holes_taken(void);
 
 /* ---- residency ---- */
 
-/* One maximal run of 4 KiB pages that are all resident, or all not. */
+/* One maximal run of 4 KiB pages that all hold data (resident), or all
+ * not. */
 typedef void hz_prim_run_fn(void *ctx, struct hz_range run, bool resident);
 
 /* The residency of [start, start + len) (4 KiB aligned, mapped), as runs in
- * address order, none empty, each passed to fn. mincore is asked 16 MiB at
- * a time. A piece it fails on with ENOMEM holds a page that is not mapped
- * at all (a hole: the program unmapped it, or MADV_DONTFORK left it out
- * of this child): nothing there may be written, so the walk stops before
- * it (the runs before it were passed) and -ENOMEM is returned. A piece it
- * fails on otherwise counts as resident (its state is unknown, so the
- * caller treats it as used) and the first such error is returned, else
- * 0. */
+ * address order, none empty, each passed to fn: hz_prim_residency_scan's
+ * runs of data, and the others joined. */
 int hz_prim_residency(uintptr_t start, size_t len, hz_prim_run_fn *fn, void *ctx);
+
+/* What a run of pages holds. */
+enum hz_prim_res {
+	HZ_RES_NONE,      /* not resident: reads zero (unless swapped, see below) */
+	HZ_RES_DATA,      /* resident (or swapped out, when exact): may hold data */
+	HZ_RES_ZERO_PAGE, /* only read, mapped to the shared zero page: reads zero */
+};
+typedef void hz_prim_page_fn(void *ctx, struct hz_range run, enum hz_prim_res res);
+
+/* The residency of [start, start + len) (4 KiB aligned, mapped), in one
+ * pass, as maximal runs in address order, none empty, each passed to fn.
+ * PAGEMAP_SCAN (Linux 6.7, pagemap.h) answers where it can: then *exact is
+ * set, pages swapped out come as HZ_RES_DATA and pages on the zero page as
+ * HZ_RES_ZERO_PAGE. Elsewhere (an older kernel, no /proc, the ioctl
+ * refused, any failure) mincore answers, in one call up to 1 GiB: *exact
+ * is false, a page swapped out reads HZ_RES_NONE, and a zero-page page
+ * HZ_RES_DATA. A piece holding a page that is not mapped at all (a hole:
+ * the program unmapped it, or MADV_DONTFORK left it out of this child)
+ * must not be written: the walk stops before it (the runs before it were
+ * passed) and -ENOMEM is returned. A piece mincore fails on otherwise
+ * counts as resident (its state is unknown, so the caller treats it as
+ * used) and the first such error is returned, else 0. */
+int hz_prim_residency_scan(uintptr_t start, size_t len, hz_prim_page_fn *fn, void *ctx,
+			   bool *exact);
 
 /* ---- what discarding does ---- */
 
