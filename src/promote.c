@@ -240,16 +240,24 @@ static struct slot *claim_slot(void)
 	return NULL;
 }
 
-/* Table full: a block range the promoter is finished with makes room. */
-static struct slot *evict_done_block(void)
+/* Table full: a block range the promoter is finished with makes room,
+ * else the next live block range in turn (one that was released and
+ * mapped elsewhere never ends by itself: its granules are mapped again
+ * only at a fresh block's address). mmap ranges end only by forget. */
+static struct slot *evict_block(void)
 {
-	for (unsigned i = 0; i < SLOTS; i++) {
-		struct slot *s = &slots[i];
-		uint32_t w = load_word(s);
+	static unsigned next;
 
-		if ((w & ST_MASK) == ST_LIVE && s->kind == HZ_PROMOTE_BLOCK &&
-		    __atomic_load_n(&s->done, __ATOMIC_RELAXED) && !end_slot(s, &w))
-			return claim_slot();
+	for (int pass = 0; pass < 2; pass++) {
+		for (unsigned n = 0; n < SLOTS; n++) {
+			unsigned i = pass ? __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED) % SLOTS : n;
+			struct slot *s = &slots[i];
+			uint32_t w = load_word(s);
+
+			if ((w & ST_MASK) == ST_LIVE && s->kind == HZ_PROMOTE_BLOCK &&
+			    (pass || __atomic_load_n(&s->done, __ATOMIC_RELAXED)) && !end_slot(s, &w))
+				return claim_slot();
+		}
 	}
 	return NULL;
 }
@@ -278,8 +286,8 @@ void hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind)
 	if (kind == HZ_PROMOTE_BLOCK) /* its granules were mapped again */
 		forget_kind(start, start + len, HZ_PROMOTE_BLOCK, false);
 	s = hp <= (size_t)SEG_MAX * SEG_HP_MAX ? claim_slot() : NULL;
-	if (!s)
-		s = evict_done_block();
+	if (!s && hp <= (size_t)SEG_MAX * SEG_HP_MAX)
+		s = evict_block();
 	if (!s) {
 		hz_stats_add(promote_left_4k, 1);
 		return;
