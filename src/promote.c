@@ -155,13 +155,28 @@ static bool overlaps(const struct slot *s, uintptr_t start, uintptr_t end)
 	return a < end && start < a + n;
 }
 
-/* The slot ends: free, generation kept (the next claim bumps it). */
-static void slot_freed(struct slot *s)
+/* What a slot's end must know, read while it is still ours: once free,
+ * another thread may claim and refill it. */
+struct ending {
+	uint8_t kind;
+	bool done, whole;
+	size_t len;
+};
+
+static struct ending ending_of(const struct slot *s)
 {
-	if (__atomic_load_n(&s->kind, __ATOMIC_RELAXED) == HZ_PROMOTE_MMAP)
+	return (struct ending){ __atomic_load_n(&s->kind, __ATOMIC_RELAXED),
+				__atomic_load_n(&s->done, __ATOMIC_RELAXED), s->whole,
+				__atomic_load_n(&s->len, __ATOMIC_RELAXED) };
+}
+
+/* The slot ended (free, generation kept: the next claim bumps it). */
+static void slot_freed(struct ending e)
+{
+	if (e.kind == HZ_PROMOTE_MMAP)
 		__atomic_sub_fetch(&mmap_count, 1, __ATOMIC_RELAXED);
-	else if (__atomic_load_n(&s->done, __ATOMIC_RELAXED))
-		note_class(s);
+	else if (e.done)
+		__atomic_store_n(&class_dense[log2_floor(e.len)], e.whole, __ATOMIC_RELAXED);
 }
 
 /* Free a live slot, or tell the promoter working on it to free it (dead).
@@ -172,8 +187,10 @@ static bool end_slot(struct slot *s, uint32_t *w)
 		uint32_t st = *w & ST_MASK;
 
 		if (st == ST_LIVE) {
+			struct ending e = ending_of(s);
+
 			if (cas_word(s, w, *w & ~(ST_MASK | ST_DEAD))) {
-				slot_freed(s);
+				slot_freed(e);
 				return false;
 			}
 		} else if (st == ST_BUSY) {
@@ -472,11 +489,13 @@ static void work_on(struct slot *s, struct budget *b)
 static void visit(struct slot *s, struct budget *b)
 {
 	uint32_t w = load_word(s);
+	struct ending e;
 
 	if ((w & ST_MASK) != ST_LIVE || __atomic_load_n(&s->done, __ATOMIC_RELAXED) ||
 	    !cas_word(s, &w, (w & ~ST_MASK) | ST_BUSY))
 		return;
 	work_on(s, b);
+	e = ending_of(s);
 	w = load_word(s);
 	for (;;) {
 		uint32_t to = w & ST_DEAD ? w & ~(ST_MASK | ST_DEAD) : (w & ~ST_MASK) | ST_LIVE;
@@ -485,7 +504,7 @@ static void visit(struct slot *s, struct budget *b)
 			break;
 	}
 	if (w & ST_DEAD)
-		slot_freed(s);
+		slot_freed(e);
 }
 
 /* The child of a fork has no promoter: what it held is live again. */
@@ -498,7 +517,7 @@ static void fork_child(void)
 			continue;
 		slots[i].word = w & ST_DEAD ? w & ~(ST_MASK | ST_DEAD) : (w & ~ST_MASK) | ST_LIVE;
 		if (w & ST_DEAD)
-			slot_freed(&slots[i]);
+			slot_freed(ending_of(&slots[i]));
 	}
 }
 
