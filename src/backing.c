@@ -13,6 +13,7 @@
 #include "prim/memory.h"
 #include "prim/os.h"
 #include "prim/prim.h"
+#include "promote.h"
 #include "range.h"
 #include "sizes.h"
 #include "stats.h"
@@ -235,17 +236,97 @@ static enum hz_backing check_fresh_thp(uintptr_t start, size_t len)
 	return HZ_BACKING_SMALL;
 }
 
+/* ---- lazy huge pages (promote.h) ----
+ *
+ * With the auto backing and THP in "madvise" mode, a fresh block gets no
+ * advice: 4 KiB pages at first touch, as glibc's memory gets, and the
+ * promoter collapses the 2 MiB ranges the program makes dense. Measured
+ * here (issue "real programs"): THP at first touch gave xz's sparse match
+ * finder 104 MB of RSS against glibc's 44, and on this VM a fresh huge
+ * page faults 3-4 times slower than 4 KiB pages, which made zstd --long=31
+ * and cc1 slower than under glibc. HUGEZERO_BACKING=thp, HUGEZERO_POPULATE
+ * (dense by construction) and LAZY_THP=0 keep THP at first touch, and so
+ * do jemalloc's extents (not blocks of the regions).
+ *
+ * Evidence: a block of a size class whose last block was collapsed whole
+ * gets MADV_HUGEPAGE at once, when fresh THP faults at least as fast as
+ * 4 KiB pages here (measured on a scratch page, again every
+ * FRESH_RATE_NS): the next one is likely dense too, and its faults then
+ * cost nothing extra. The evidence is used once: that block is not
+ * tracked (mincore cannot tell a sparse use of huge pages from a dense
+ * one), and the next block of the class starts lazy again. */
+
+/* 10 s: the host's backing of free guest memory changes slowly. */
+#define FRESH_RATE_NS (10 * HZ_NS_PER_SEC)
+
+static bool fresh_thp_fast(void)
+{
+	static uint64_t measured_at;
+	static int fast;
+	uint64_t now = hz_prim_now_ns(), at = __atomic_load_n(&measured_at, __ATOMIC_RELAXED);
+	double thp, small;
+	void *mem;
+
+	if (!hz_config()->thp_check)
+		return true;
+	if (at != 0 && now - at < FRESH_RATE_NS)
+		return __atomic_load_n(&fast, __ATOMIC_RELAXED);
+	if (hz_prim_map_aligned(HZ_SZ_2M, HZ_SZ_2M, 0, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, HZ_TRIM_OR_FAIL, &mem) != 0)
+		return false;
+	hz_prim_madvise(mem, HZ_SZ_2M, MADV_HUGEPAGE);
+	thp = populate_rate((uintptr_t)mem);
+	hz_prim_munmap(mem, HZ_SZ_2M);
+	small = small_page_rate();
+	__atomic_store_n(&fast, thp >= 0 && small >= 0 && thp >= small, __ATOMIC_RELAXED);
+	__atomic_store_n(&measured_at, now ? now : 1, __ATOMIC_RELAXED);
+	hz_debug("fresh THP faulted at %.2f GB/s, 4 KiB pages at %.2f", thp, small);
+	return __atomic_load_n(&fast, __ATOMIC_RELAXED);
+}
+
+/* Whether a fresh block at start starts on 4 KiB pages (above). */
+static bool starts_lazy(uintptr_t start)
+{
+	const struct hz_config *c = hz_config();
+
+	return c->lazy_thp && c->backing == HZ_BACKING_OPT_AUTO && !c->populate &&
+	       hz_os()->thp.mode == HZ_THP_MADVISE && hz_promote_block_range(start);
+}
+
+/* A lazy block: no advice (or THP at once, on evidence), tracked for the
+ * promoter when it runs. */
+static int map_lazy(uintptr_t start, size_t len, enum hz_backing *got)
+{
+	bool up_front = hz_promote_class_dense(len) && fresh_thp_fast();
+	bool advised;
+	int ret = hz_prim_commit(start, len, up_front ? HZ_PAGES_THP : HZ_PAGES_DEFAULT, &advised);
+
+	if (ret != 0)
+		return ret;
+	*got = HZ_BACKING_THP;
+	if (up_front) {
+		hz_promote_class_used(len);
+		hz_stats_add(thp_up_front, 1);
+	} else if (hz_promote_enabled()) {
+		hz_promote_track(start, len, HZ_PROMOTE_BLOCK);
+	}
+	return 0;
+}
+
 /* Map 4 KiB or THP memory. Returns the backing actually obtained. */
 static int map_small_or_thp(uintptr_t start, size_t len, enum hz_backing want,
 			    enum hz_backing *got)
 {
 	/* Under THP "always", 4 KiB is asked for explicitly (SMALL). */
 	enum hz_prim_pages pages = HZ_PAGES_SMALL;
+	bool usable = want == HZ_BACKING_THP && hz_backing_thp_usable();
 	bool advised;
 	int ret;
 
+	if (usable && starts_lazy(start))
+		return map_lazy(start, len, got);
 	if (want == HZ_BACKING_THP)
-		pages = hz_backing_thp_usable() ? HZ_PAGES_THP : HZ_PAGES_DEFAULT;
+		pages = usable ? HZ_PAGES_THP : HZ_PAGES_DEFAULT;
 	ret = hz_prim_commit(start, len, pages, &advised);
 	if (ret != 0)
 		return ret;

@@ -48,6 +48,7 @@
 #include "prim/os.h"
 #include "prezero_impl.h"
 #include "prim/prim.h"
+#include "promote.h"
 #include "sizes.h"
 #include "stats.h"
 
@@ -413,12 +414,13 @@ static void return_kept(void)
 	hz_pz_job_done(j, &kept, hz_span_bytes(&kept), false);
 }
 
-static void sleep_until_woken(int seq)
+/* At most ns (the decay's tick, or sooner when the promoter wants one). */
+static void sleep_until_woken(int seq, uint64_t ns)
 {
 	HZ_PREZERO_HOOK(HZ_PREZERO_AT_SLEEP);
 	__atomic_store_n(&pz_sleeping, 1, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&pz_wake_seq, __ATOMIC_SEQ_CST) == seq)
-		hz_prim_futex_wait(&pz_wake_seq, seq, TICK_NS);
+		hz_prim_futex_wait(&pz_wake_seq, seq, ns < TICK_NS ? ns : TICK_NS);
 	__atomic_store_n(&pz_sleeping, 0, __ATOMIC_RELAXED);
 }
 
@@ -427,10 +429,13 @@ static void *prezero_main(void *arg)
 	(void)arg;
 	__atomic_store_n(&pz_tid, hz_prim_gettid(), __ATOMIC_RELEASE);
 	hz_prim_lower_thread_priority();
+	/* Started for the promoter (hz_prezero_start), the table may be new. */
+	pthread_once(&pz_cache_once, hz_pz_init_cache);
 	/* Stopped at the top of the loop only: no span is held there. */
 	while (!__atomic_load_n(&pz_stop, __ATOMIC_ACQUIRE)) {
 		int seq = __atomic_load_n(&pz_wake_seq, __ATOMIC_ACQUIRE);
 		struct job *zero, *release[HZ_CACHE_BATCH];
+		uint64_t promote_in;
 		unsigned n;
 
 		hz_prezero_share_help();
@@ -442,10 +447,12 @@ static void *prezero_main(void *arg)
 		}
 		for (unsigned i = 0; i < n; i++)
 			release_memory(release[i]);
+		/* Lazy huge pages (promote.c): bounded work, outside the turn. */
+		promote_in = hz_promote_tick(hz_prim_now_ns());
 		if (zero)
 			zero_job(zero);
 		else
-			sleep_until_woken(seq);
+			sleep_until_woken(seq, promote_in);
 	}
 	__atomic_store_n(&pz_exited, 1, __ATOMIC_RELEASE);
 	return NULL;
@@ -502,6 +509,12 @@ int hz_prezero_stop(void)
 	__atomic_store_n(&pz_stop, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&pz_thread_started, 0, __ATOMIC_RELEASE);
 	return 0;
+}
+
+void hz_prezero_start(void)
+{
+	if (!__atomic_load_n(&pz_thread_started, __ATOMIC_ACQUIRE))
+		start_thread();
 }
 
 void hz_prezero_wake(void)

@@ -36,6 +36,10 @@ void hz_prezero_note_calloc(size_t size);
  * time). Never waits. */
 void hz_prezero_wake(void);
 
+/* Start the thread if it does not run, without waking it (the promoter's
+ * ranges, promote.h: its next tick finds them). Never waits. */
+void hz_prezero_start(void);
+
 /* Outside the guard: end the thread and wait, at most a second, until the
  * kernel no longer counts it (before unshare or setns, which need a
  * single-threaded process); the next hz_prezero_wake starts it again.

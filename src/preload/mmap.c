@@ -1,7 +1,16 @@
 /* Anonymous mmap: large private anonymous mappings the program asks for
- * without an address come back 2 MiB aligned with MADV_HUGEPAGE, so THP can
- * back them. Only THP: programs unmap and mprotect parts of such mappings,
- * which hugetlb does not allow. Everything else passes through. */
+ * without an address come back 2 MiB aligned, so THP can back them. Only
+ * THP: programs unmap and mprotect parts of such mappings, which hugetlb
+ * does not allow. Everything else passes through.
+ *
+ * No advice by default (lazy huge pages, promote.h): such mappings are
+ * often sparse (hash tables, coroutine stacks, other allocators' chunks;
+ * cc1 makes about a hundred of 2 MiB), and MADV_HUGEPAGE gave each touched
+ * 2 MiB a whole huge page. They fault 4 KiB pages, as under glibc, and the
+ * promoter collapses the 2 MiB ranges the program makes dense. The
+ * program's munmap, mremap and MAP_FIXED over one end its tracking first
+ * (hz_promote_forget), so no collapse lands on what is mapped there next.
+ * HUGEZERO_LAZY_THP=0 advises THP at map time as before. */
 #include <errno.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -11,6 +20,7 @@
 #include "../log.h"
 #include "../prim/memory.h"
 #include "../prim/prim.h"
+#include "../promote.h"
 #include "../range.h"
 #include "../sizes.h"
 #include "../stats.h"
@@ -54,7 +64,10 @@ static void *map_aligned(size_t len, int prot, int flags)
 
 	if (hz_prim_map_aligned(size, HZ_SZ_2M, 0, prot, flags, HZ_TRIM_OR_FAIL, &start) != 0)
 		return MAP_FAILED;
-	hz_prim_madvise(start, size, MADV_HUGEPAGE);
+	if (!hz_config()->lazy_thp)
+		hz_prim_madvise(start, size, MADV_HUGEPAGE);
+	else if (hz_promote_enabled())
+		hz_promote_track((uintptr_t)start, size, HZ_PROMOTE_MMAP);
 	hz_stats_add(mmaps_aligned, 1);
 	hz_stats_add(mmap_bytes, size);
 	return start;
@@ -71,8 +84,10 @@ HZ_PRIVATE_API void *hz_preload_mmap(void *addr, size_t len, int prot, int flags
 			return p;
 		errno = saved; /* try the plain request below */
 	}
-	if (flags & MAP_FIXED)
+	if (flags & MAP_FIXED) {
 		hz_foreign_changed(addr, len); /* over a block: foreign.h */
+		hz_promote_forget((uintptr_t)addr, len);
+	}
 	return hz_next.next_mmap(addr, len, prot, flags, fd, off);
 }
 
@@ -116,6 +131,7 @@ HZ_PRIVATE_API int hz_preload_munmap(void *addr, size_t len)
 		refuse("munmap", addr);
 		return -1;
 	}
+	hz_promote_forget((uintptr_t)addr, len);
 	return hz_next.next_munmap(addr, len);
 }
 
@@ -137,5 +153,8 @@ HZ_PRIVATE_API void *hz_preload_mremap(void *old, size_t old_len, size_t new_len
 		refuse("mremap", old);
 		return MAP_FAILED;
 	}
+	hz_promote_forget((uintptr_t)old, old_len);
+	if (flags & MREMAP_FIXED)
+		hz_promote_forget((uintptr_t)new_addr, new_len);
 	return hz_next.next_mremap(old, old_len, new_len, flags, new_addr);
 }

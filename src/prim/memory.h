@@ -162,3 +162,21 @@ struct hz_prim_discard {
 int hz_prim_probe_discard(struct hz_prim_discard *out);
 
 #endif /* HZ_PRIM_MEMORY_H */
+
+/* ---- collapse (collapse.c) ---- */
+
+/* Collapse the 4 KiB pages of [start, start + len) (2 MiB aligned, mapped,
+ * anonymous) into huge pages with MADV_COLLAPSE, synchronously: it copies
+ * the pages, keeps the contents, and fills pages never touched with zeros,
+ * whatever khugepaged's max_ptes_none says (the caller judges density).
+ * A range already on huge pages succeeds at once. Errors as the kernel
+ * gives them: -EINVAL where THP is not allowed (before Linux 6.1,
+ * MADV_NOHUGEPAGE, prctl(PR_SET_THP_DISABLE), a range that is not one
+ * anonymous mapping), -EAGAIN (pages busy, try later), -ENOMEM (no huge
+ * page, or a hole), -EBUSY (the memory cgroup's charge failed, or a
+ * userfaultfd-armed range holds missing pages). */
+int hz_prim_collapse(uintptr_t start, size_t len);
+
+/* CPU time the calling thread has used, in ns (0 when unreadable): what a
+ * collapse cost, without the time the scheduler gave other threads. */
+uint64_t hz_prim_thread_cpu_ns(void);

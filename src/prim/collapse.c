@@ -1,0 +1,27 @@
+/* Collapsing 4 KiB pages into a huge page. See memory.h, "collapse". */
+#include "memory.h"
+
+#include <errno.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "prim.h"
+
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25 /* Linux 6.1 for anonymous memory */
+#endif
+
+int hz_prim_collapse(uintptr_t start, size_t len)
+{
+	return hz_prim_madvise((void *)start, len, MADV_COLLAPSE);
+}
+
+uint64_t hz_prim_thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	/* No symbol of ours: clock_gettime is never interposed. */
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}

@@ -1,0 +1,568 @@
+/* Lazy huge pages: the promoter. See promote.h.
+ *
+ * The tracker is a fixed table of ranges, each with an atomic word: state
+ * (free, claimed while being filled, live, busy while the promoter works on
+ * it), a "dead" bit and a generation that every claim bumps, so a
+ * compare-and-swap on the word never acts on a slot reused meanwhile.
+ * Program threads claim slots (track) and free them (forget); the promoter
+ * (the pre-zero thread) alone turns live into busy and back. Nobody holds a
+ * lock: the one wait is a forget that finds the promoter inside a collapse
+ * of the range being unmapped, and it has a deadline.
+ *
+ * Density. A range is split into at most SEG_MAX segments of whole 2 MiB
+ * pages (one 2 MiB page each for ranges up to 512 MiB). A segment is
+ * collapsed only when every 2 MiB page in it has at most DENSE_MISSING
+ * 4 KiB pages not resident (mincore), so a collapse adds at most 6% to the
+ * RSS of what it collapses, and a sparse table (a page in every few MiB:
+ * tests/hostile/sparse.c, xz's match finder) is never collapsed. A segment
+ * collapsed is marked and never looked at again.
+ *
+ * Limits. mincore reads only page tables; MADV_COLLAPSE allocates a huge
+ * page (on this kind of VM a fresh one faults at about 1 GB/s), copies 2
+ * MiB and holds the process's mmap lock for writing while it swaps the
+ * page tables, which stalls the program's own faults. So a tick scans at
+ * most SCAN_MAX bytes and collapses at most COLLAPSE_MAX pages within
+ * TICK_BUDGET_NS, and the interval between ticks doubles (up to
+ * INTERVAL_MAX_NS) after a collapse that failed for want of memory or
+ * because the pages were busy, after a slow one, and after a tick that
+ * found nothing to do; a new range or a clean tick of collapses resets it. */
+#include "promote.h"
+
+#include <errno.h>
+#include <pthread.h>
+
+#include "backing.h"
+#include "blocks.h"
+#include "config.h"
+#include "cpu/relax.h"
+#include "log.h"
+#include "prezero.h"
+#include "prim/memory.h"
+#include "prim/os.h"
+#include "prim/prim.h"
+#include "sizes.h"
+#include "stats.h"
+
+/* 512 ranges: cc1 makes about a hundred 2 MiB mmaps (issue "real
+ * programs"); a range that finds the table full stays on 4 KiB pages. */
+#define SLOTS 512
+/* Segments per range: a bit each in the range's done mask. */
+#define SEG_MAX 256
+/* 2 MiB pages per segment at most (8 GiB): larger ranges (above 2 TiB) are
+ * not tracked; the stack holds a count per page of one segment. */
+#define SEG_HP_MAX 4096
+#define HP_PAGES (HZ_SZ_2M / HZ_SZ_4K)
+/* 32 of 512 pages (6%) may be missing from a dense 2 MiB page: random
+ * updates fill a table's pages unevenly, and requiring all 512 would leave
+ * a 4 GiB table touched 5 M times almost entirely on 4 KiB pages (each page
+ * resident with probability 0.993, all 512 of a range with 0.03). None
+ * under a memory limit (not run there at all today: promote.h). */
+#define DENSE_MISSING 32
+#define SCAN_MAX ((size_t)1 << 30)     /* 1 GiB of mincore per tick, ~1 ms */
+#define COLLAPSE_MAX 64                /* 128 MiB per tick at most */
+#define TICK_BUDGET_NS 20000000ull     /* 20 ms of collapsing per tick */
+/* 2 MiB in 8 ms of CPU (0.25 GB/s): reclaim or compaction. A fresh huge
+ * page on this kind of VM costs about 2 ms (1 GB/s, backing.c). */
+#define SLOW_COLLAPSE_NS 8000000ull
+#define INTERVAL_MIN_NS 100000000ull   /* 100 ms */
+#define INTERVAL_MAX_NS 8000000000ull  /* 8 s after failures */
+#define INTERVAL_IDLE_NS 2000000000ull /* 2 s when nothing was dense */
+/* A range whose collapse failed this often for transient reasons is left
+ * on 4 KiB pages. */
+#define FAILURES_MAX 8
+/* A forget waits at most 2 ms for a collapse in flight (one 2 MiB collapse
+ * takes 0.1-2 ms here); past it the program's munmap goes ahead. */
+#define FORGET_WAIT_NS 2000000ull
+
+enum { ST_FREE, ST_CLAIMED, ST_LIVE, ST_BUSY };
+#define ST_MASK 3u
+#define ST_DEAD 4u
+#define GEN_ONE 8u
+
+struct slot {
+	uint32_t word;
+	uint8_t kind;
+	bool done;       /* nothing left to do: every segment collapsed, or given up */
+	bool whole;      /* every segment collapsed */
+	uint16_t failures;
+	uintptr_t start;
+	size_t len;      /* whole 2 MiB pages */
+	uint32_t seg_hp; /* 2 MiB pages per segment */
+	uint32_t nseg, cursor, resume;
+	uint64_t seg_done[SEG_MAX / 64];
+};
+
+static struct slot slots[SLOTS];
+static int tracked_any;
+/* mmap ranges tracked, and bounds holding every one ever tracked: forget
+ * returns after two loads for the program's other munmaps. */
+static int mmap_count;
+static uintptr_t mmap_lo = UINTPTR_MAX, mmap_hi;
+static uint64_t next_tick, interval = INTERVAL_MIN_NS;
+static unsigned rr; /* the promoter's next slot */
+/* Per power-of-two size class of blocks: the last one finished was dense. */
+static uint8_t class_dense[64];
+
+static unsigned log2_floor(size_t n)
+{
+	return n ? 63u - (unsigned)__builtin_clzll((unsigned long long)n) : 0;
+}
+
+bool hz_promote_enabled(void)
+{
+	return hz_config()->lazy_thp && hz_os()->thp.mode == HZ_THP_MADVISE &&
+	       hz_prezero_mode() == HZ_PREZERO_OPT_THREAD && hz_backing_thp_usable();
+}
+
+bool hz_promote_class_dense(size_t len)
+{
+	return __atomic_load_n(&class_dense[log2_floor(len)], __ATOMIC_RELAXED) != 0;
+}
+
+/* A block range the promoter finished with is the evidence for its size
+ * class: dense when collapsed whole. */
+static void note_class(const struct slot *s)
+{
+	__atomic_store_n(&class_dense[log2_floor(s->len)], s->whole, __ATOMIC_RELAXED);
+}
+
+void hz_promote_class_used(size_t len)
+{
+	__atomic_store_n(&class_dense[log2_floor(len)], 0, __ATOMIC_RELAXED);
+}
+
+bool hz_promote_block_range(uintptr_t start)
+{
+	return hz_blocks_owns((void *)start);
+}
+
+static uint32_t load_word(struct slot *s)
+{
+	return __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
+}
+
+static bool cas_word(struct slot *s, uint32_t *old, uint32_t new_word)
+{
+	return __atomic_compare_exchange_n(&s->word, old, new_word, false, __ATOMIC_ACQ_REL,
+					   __ATOMIC_ACQUIRE);
+}
+
+static bool overlaps(const struct slot *s, uintptr_t start, uintptr_t end)
+{
+	uintptr_t a = __atomic_load_n(&s->start, __ATOMIC_RELAXED);
+	size_t n = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
+
+	return a < end && start < a + n;
+}
+
+/* What a slot's end must know, read while it is still ours: once free,
+ * another thread may claim and refill it. */
+struct ending {
+	uint8_t kind;
+	bool done, whole;
+	size_t len;
+};
+
+static struct ending ending_of(const struct slot *s)
+{
+	return (struct ending){ __atomic_load_n(&s->kind, __ATOMIC_RELAXED),
+				__atomic_load_n(&s->done, __ATOMIC_RELAXED), s->whole,
+				__atomic_load_n(&s->len, __ATOMIC_RELAXED) };
+}
+
+/* The slot ended (free, generation kept: the next claim bumps it). */
+static void slot_freed(struct ending e)
+{
+	if (e.kind == HZ_PROMOTE_MMAP)
+		__atomic_sub_fetch(&mmap_count, 1, __ATOMIC_RELAXED);
+	else if (e.done)
+		__atomic_store_n(&class_dense[log2_floor(e.len)], e.whole, __ATOMIC_RELAXED);
+}
+
+/* Free a live slot, or tell the promoter working on it to free it (dead).
+ * Returns true when the promoter holds it (*w then has the dead word). */
+static bool end_slot(struct slot *s, uint32_t *w)
+{
+	for (;;) {
+		uint32_t st = *w & ST_MASK;
+
+		if (st == ST_LIVE) {
+			struct ending e = ending_of(s);
+
+			if (cas_word(s, w, *w & ~(ST_MASK | ST_DEAD))) {
+				slot_freed(e);
+				return false;
+			}
+		} else if (st == ST_BUSY) {
+			if (*w & ST_DEAD)
+				return true;
+			if (cas_word(s, w, *w | ST_DEAD)) {
+				*w |= ST_DEAD;
+				return true;
+			}
+		} else {
+			return false; /* freed meanwhile */
+		}
+	}
+}
+
+static void wait_promoter(struct slot *s, uint32_t dead)
+{
+	uint64_t deadline = hz_prim_now_ns() + FORGET_WAIT_NS;
+
+	while (load_word(s) == dead) {
+		hz_cpu_relax();
+		if (hz_prim_now_ns() > deadline) {
+			hz_debug("forgetting %p while the promoter is in it: not waiting longer",
+				 (void *)s->start);
+			return;
+		}
+	}
+}
+
+static void forget_kind(uintptr_t start, uintptr_t end, uint8_t kind, bool wait)
+{
+	for (unsigned i = 0; i < SLOTS; i++) {
+		struct slot *s = &slots[i];
+		uint32_t w = load_word(s);
+
+		if ((w & ST_MASK) < ST_LIVE ||
+		    __atomic_load_n(&s->kind, __ATOMIC_RELAXED) != kind || !overlaps(s, start, end))
+			continue;
+		if (end_slot(s, &w) && wait)
+			wait_promoter(s, w);
+	}
+}
+
+void hz_promote_forget(uintptr_t start, size_t len)
+{
+	uintptr_t end = len > UINTPTR_MAX - start ? UINTPTR_MAX : start + len;
+
+	if (__atomic_load_n(&mmap_count, __ATOMIC_ACQUIRE) == 0 ||
+	    end <= __atomic_load_n(&mmap_lo, __ATOMIC_RELAXED) ||
+	    start >= __atomic_load_n(&mmap_hi, __ATOMIC_RELAXED))
+		return;
+	forget_kind(start, end, HZ_PROMOTE_MMAP, true);
+}
+
+static struct slot *claim_slot(void)
+{
+	for (unsigned i = 0; i < SLOTS; i++) {
+		uint32_t w = load_word(&slots[i]);
+
+		if ((w & ST_MASK) == ST_FREE &&
+		    cas_word(&slots[i], &w, ((w & ~(ST_MASK | ST_DEAD)) + GEN_ONE) | ST_CLAIMED))
+			return &slots[i];
+	}
+	return NULL;
+}
+
+/* Table full: a block range the promoter is finished with makes room,
+ * else the next live block range in turn (one that was released and
+ * mapped elsewhere never ends by itself: its granules are mapped again
+ * only at a fresh block's address). mmap ranges end only by forget. */
+static struct slot *evict_block(void)
+{
+	static unsigned next;
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (unsigned n = 0; n < SLOTS; n++) {
+			unsigned i = pass ? __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED) % SLOTS : n;
+			struct slot *s = &slots[i];
+			uint32_t w = load_word(s);
+
+			if ((w & ST_MASK) == ST_LIVE && s->kind == HZ_PROMOTE_BLOCK &&
+			    (pass || __atomic_load_n(&s->done, __ATOMIC_RELAXED)) && !end_slot(s, &w))
+				return claim_slot();
+		}
+	}
+	return NULL;
+}
+
+static void bound_mmaps(uintptr_t start, uintptr_t end)
+{
+	uintptr_t lo = __atomic_load_n(&mmap_lo, __ATOMIC_RELAXED);
+	uintptr_t hi = __atomic_load_n(&mmap_hi, __ATOMIC_RELAXED);
+
+	while (start < lo && !__atomic_compare_exchange_n(&mmap_lo, &lo, start, false,
+							  __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	while (end > hi && !__atomic_compare_exchange_n(&mmap_hi, &hi, end, false,
+							__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+void hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind)
+{
+	size_t hp = len / HZ_SZ_2M;
+	uint32_t seg_hp = (uint32_t)((hp + SEG_MAX - 1) / SEG_MAX);
+	struct slot *s;
+
+	if (start % HZ_SZ_2M || hp == 0)
+		return;
+	if (kind == HZ_PROMOTE_BLOCK) /* its granules were mapped again */
+		forget_kind(start, start + len, HZ_PROMOTE_BLOCK, false);
+	s = hp <= (size_t)SEG_MAX * SEG_HP_MAX ? claim_slot() : NULL;
+	if (!s && hp <= (size_t)SEG_MAX * SEG_HP_MAX)
+		s = evict_block();
+	if (!s) {
+		hz_stats_add(promote_left_4k, 1);
+		return;
+	}
+	s->kind = (uint8_t)kind;
+	s->done = s->whole = false;
+	s->failures = 0;
+	__atomic_store_n(&s->start, start, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->len, hp * HZ_SZ_2M, __ATOMIC_RELAXED);
+	s->seg_hp = seg_hp;
+	s->nseg = (uint32_t)((hp + seg_hp - 1) / seg_hp);
+	s->cursor = s->resume = 0;
+	for (unsigned i = 0; i < SEG_MAX / 64; i++)
+		s->seg_done[i] = 0;
+	if (kind == HZ_PROMOTE_MMAP) {
+		bound_mmaps(start, start + hp * HZ_SZ_2M);
+		__atomic_add_fetch(&mmap_count, 1, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&s->word, (load_word(s) & ~ST_MASK) | ST_LIVE, __ATOMIC_RELEASE);
+	__atomic_store_n(&tracked_any, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&next_tick, 0, __ATOMIC_RELAXED);
+	hz_stats_add(promote_tracked, 1);
+	hz_prezero_start();
+}
+
+/* ---- the promoter (the pre-zero thread) ---- */
+
+struct budget {
+	size_t scanned;
+	unsigned collapsed;
+	uint64_t until;
+	bool stop;    /* budget spent, or backing off */
+	bool backoff; /* a collapse failed for a while or was slow */
+	bool worked;  /* something was collapsed */
+};
+
+struct density {
+	uintptr_t start;
+	uint16_t *missing; /* per 2 MiB page */
+};
+
+static void count_missing(void *ctx, struct hz_range run, bool resident)
+{
+	struct density *d = ctx;
+
+	if (resident)
+		return;
+	for (uintptr_t a = run.start; a < run.end;) {
+		uintptr_t page_end = hz_align_down(a, HZ_SZ_2M) + HZ_SZ_2M;
+		uintptr_t to = page_end < run.end ? page_end : run.end;
+
+		d->missing[(a - d->start) / HZ_SZ_2M] += (uint16_t)((to - a) / HZ_SZ_4K);
+		a = to;
+	}
+}
+
+/* Whether every 2 MiB page of [start, start + n pages) is dense. -ENOMEM:
+ * a hole (the range is not all mapped). */
+static int dense(uintptr_t start, size_t n, bool *yes)
+{
+	uint16_t missing[SEG_HP_MAX];
+	struct density d = { start, missing };
+	int ret;
+
+	for (size_t i = 0; i < n; i++)
+		missing[i] = 0;
+	ret = hz_prim_residency(start, n * HZ_SZ_2M, count_missing, &d);
+	*yes = ret == 0;
+	for (size_t i = 0; i < n && *yes; i++)
+		*yes = missing[i] <= DENSE_MISSING;
+	return ret == -ENOMEM ? ret : 0;
+}
+
+/* The range is given up: it stays on 4 KiB pages. */
+static void give_up(struct slot *s, int err)
+{
+	__atomic_store_n(&s->done, true, __ATOMIC_RELAXED);
+	if (s->kind == HZ_PROMOTE_BLOCK)
+		note_class(s);
+	hz_stats_add(promote_left_4k, 1);
+	hz_debug("MADV_COLLAPSE of %zu bytes at %p refused (%d): left on 4 KiB pages", s->len,
+		 (void *)s->start, err);
+}
+
+/* Collapse 2 MiB page at a of s. Returns false when the range or the tick
+ * is to stop. */
+static bool collapse_one(struct slot *s, uintptr_t a, struct budget *b)
+{
+	uint64_t t0 = hz_prim_now_ns(), cpu0 = hz_prim_thread_cpu_ns(), ns, cpu;
+	int ret = hz_prim_collapse(a, HZ_SZ_2M);
+
+	ns = hz_prim_now_ns() - t0;
+	cpu = hz_prim_thread_cpu_ns() - cpu0;
+	hz_stats_add(promote_ns, cpu);
+	if (ret == 0) {
+		hz_stats_add(promote_collapsed_bytes, HZ_SZ_2M);
+		b->worked = true;
+		/* CPU time, not wall: at idle priority on a busy machine the
+		 * thread waits for a CPU far longer than it collapses. */
+		if (cpu > SLOW_COLLAPSE_NS)
+			b->stop = b->backoff = true;
+		if (++b->collapsed >= COLLAPSE_MAX || t0 + ns >= b->until)
+			b->stop = true;
+		return !b->stop;
+	}
+	hz_stats_add(promote_failed, 1);
+	if ((ret == -EAGAIN || ret == -ENOMEM || ret == -EBUSY) && ++s->failures < FAILURES_MAX) {
+		b->stop = b->backoff = true;
+		return false;
+	}
+	give_up(s, ret);
+	return false;
+}
+
+/* Segment i of s: collapse it if dense. Returns false when the range or
+ * the tick is to stop. */
+static bool do_segment(struct slot *s, uint32_t i, struct budget *b)
+{
+	uintptr_t seg = s->start + (uintptr_t)i * s->seg_hp * HZ_SZ_2M;
+	size_t hp_total = s->len / HZ_SZ_2M;
+	size_t n = hp_total - (size_t)i * s->seg_hp < s->seg_hp ? hp_total - (size_t)i * s->seg_hp
+								 : s->seg_hp;
+	bool yes;
+
+	b->scanned += n * HZ_SZ_2M;
+	if (dense(seg, n, &yes) != 0) {
+		if (s->kind == HZ_PROMOTE_MMAP)
+			give_up(s, -ENOMEM); /* unmapped behind our back */
+		return false;
+	}
+	if (!yes) {
+		s->resume = 0;
+		return b->scanned < SCAN_MAX;
+	}
+	for (; s->resume < n; s->resume++) {
+		if (load_word(s) & ST_DEAD)
+			return false;
+		if (!collapse_one(s, seg + (uintptr_t)s->resume * HZ_SZ_2M, b)) {
+			if (!s->done && !b->backoff)
+				s->resume++; /* budget spent after a success */
+			return false;
+		}
+	}
+	s->seg_done[i / 64] |= 1ull << (i % 64);
+	s->resume = 0;
+	return b->scanned < SCAN_MAX;
+}
+
+static bool block_still_ours(const struct slot *s)
+{
+	struct hz_span span = { hz_range_make(s->start, s->len), HZ_BACKING_THP };
+
+	return hz_blocks_owns((void *)s->start) && hz_blocks_owns((void *)(s->start + s->len - 1)) &&
+	       hz_blocks_reusable(&span);
+}
+
+static void work_on(struct slot *s, struct budget *b)
+{
+	uint32_t k;
+
+	if (s->kind == HZ_PROMOTE_BLOCK && !block_still_ours(s))
+		return;
+	for (k = 0; k < s->nseg; k++) {
+		uint32_t i = (s->cursor + k) % s->nseg;
+
+		if (s->seg_done[i / 64] & (1ull << (i % 64)))
+			continue;
+		if (!do_segment(s, i, b)) {
+			s->cursor = s->resume ? i : (i + 1) % s->nseg;
+			break;
+		}
+	}
+	for (k = 0; k < s->nseg; k++)
+		if (!(s->seg_done[k / 64] & (1ull << (k % 64))))
+			return;
+	s->whole = true;
+	__atomic_store_n(&s->done, true, __ATOMIC_RELAXED);
+	if (s->kind == HZ_PROMOTE_BLOCK)
+		note_class(s);
+}
+
+static void visit(struct slot *s, struct budget *b)
+{
+	uint32_t w = load_word(s);
+	struct ending e;
+
+	if ((w & ST_MASK) != ST_LIVE || __atomic_load_n(&s->done, __ATOMIC_RELAXED) ||
+	    !cas_word(s, &w, (w & ~ST_MASK) | ST_BUSY))
+		return;
+	work_on(s, b);
+	e = ending_of(s);
+	w = load_word(s);
+	for (;;) {
+		uint32_t to = w & ST_DEAD ? w & ~(ST_MASK | ST_DEAD) : (w & ~ST_MASK) | ST_LIVE;
+
+		if (cas_word(s, &w, to))
+			break;
+	}
+	if (w & ST_DEAD)
+		slot_freed(e);
+}
+
+/* The child of a fork has no promoter: what it held is live again. */
+static void fork_child(void)
+{
+	for (unsigned i = 0; i < SLOTS; i++) {
+		uint32_t w = slots[i].word;
+
+		if ((w & ST_MASK) != ST_BUSY)
+			continue;
+		slots[i].word = w & ST_DEAD ? w & ~(ST_MASK | ST_DEAD) : (w & ~ST_MASK) | ST_LIVE;
+		if (w & ST_DEAD)
+			slot_freed(ending_of(&slots[i]));
+	}
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void register_atfork(void)
+{
+	/* From the pre-zero thread, never inside a malloc. */
+	pthread_atfork(NULL, NULL, fork_child);
+}
+
+uint64_t hz_promote_tick(uint64_t now)
+{
+	struct budget b = { .until = now + TICK_BUDGET_NS };
+	uint64_t due = __atomic_load_n(&next_tick, __ATOMIC_RELAXED);
+
+	if (!__atomic_load_n(&tracked_any, __ATOMIC_ACQUIRE))
+		return UINT64_MAX;
+	if (now < due)
+		return due - now;
+	if (!hz_promote_enabled()) {
+		__atomic_store_n(&next_tick, now + INTERVAL_MAX_NS, __ATOMIC_RELAXED);
+		return INTERVAL_MAX_NS;
+	}
+	pthread_once(&atfork_once, register_atfork);
+	if (due == 0)
+		interval = INTERVAL_MIN_NS; /* a new range */
+	for (unsigned n = 0; n < SLOTS && !b.stop && b.scanned < SCAN_MAX; n++)
+		visit(&slots[rr++ % SLOTS], &b);
+	if (b.backoff)
+		interval = interval * 2 > INTERVAL_MAX_NS ? INTERVAL_MAX_NS : interval * 2;
+	else if (!b.worked)
+		interval = interval * 2 > INTERVAL_IDLE_NS ? INTERVAL_IDLE_NS : interval * 2;
+	else if (b.stop)
+		interval = INTERVAL_MIN_NS / 4; /* more is dense: come back soon */
+	else
+		interval = INTERVAL_MIN_NS;
+	now = hz_prim_now_ns();
+	__atomic_store_n(&next_tick, now + interval, __ATOMIC_RELAXED);
+	return interval;
+}
+
+#ifdef HZ_TEST_CORE
+void hz_promote_test_kick(void)
+{
+	__atomic_store_n(&next_tick, 0, __ATOMIC_RELAXED);
+}
+#endif

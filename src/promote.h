@@ -1,0 +1,66 @@
+/* Lazy huge pages: fresh blocks and the large anonymous mmaps the preload
+ * aligns start on 4 KiB pages (2 MiB aligned, so that they can be
+ * promoted), and the pre-zero thread collapses the 2 MiB ranges of them
+ * that the program has made densely resident into huge pages
+ * (MADV_COLLAPSE), a bounded amount per tick, backing off when collapses
+ * fail or are slow. A sparse table keeps glibc's RSS; a dense one gets the
+ * TLB reach of THP once it is dense. promote.c says how. */
+#ifndef HZ_PROMOTE_H
+#define HZ_PROMOTE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum hz_promote_kind {
+	HZ_PROMOTE_BLOCK, /* a block in the regions: ours while the region is held */
+	HZ_PROMOTE_MMAP,  /* a program's mmap the preload aligned: ours to advise
+			   * until the program unmaps, moves or maps over it */
+};
+
+/* Whether ranges are promoted now: HUGEZERO_PROMOTE is on, THP is in
+ * "madvise" mode (under "always" the kernel already gives THP at fault, as
+ * it does for glibc's memory; under "never" there is none), the process
+ * has not disabled THP (prctl), and the pre-zero thread runs (mode
+ * thread: not under a memory cgroup limit). */
+bool hz_promote_enabled(void);
+
+/* Watch [start, start + len) (start 2 MiB aligned; the whole 2 MiB ranges
+ * inside it are candidates), and start the pre-zero thread if it does not
+ * run. A block range replaces every block range it overlaps (the granules
+ * were mapped again). Lock-free; when the tracker is full the range stays
+ * on 4 KiB pages (counted). Call only when hz_promote_enabled(). */
+void hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind);
+
+/* The program is about to unmap, move or map over [start, start + len):
+ * forget every mmap range it touches. If the promoter is collapsing one of
+ * them right now, wait for that (at most FORGET_WAIT_NS, promote.c), so
+ * that no collapse lands on whatever is mapped there next. Lock-free, and
+ * a few loads when nothing is tracked. Keeps errno. */
+void hz_promote_forget(uintptr_t start, size_t len);
+
+/* The pre-zero thread, once per turn of its loop: scan and collapse, within
+ * a bounded budget, if a tick is due. Returns the nanoseconds until the
+ * next tick is due (the thread sleeps at most that long). */
+uint64_t hz_promote_tick(uint64_t now);
+
+/* Evidence for a fresh block of len bytes: the last block of its size
+ * class (a power of two) that the promoter finished with was dense
+ * (collapsed whole). */
+bool hz_promote_class_dense(size_t len);
+
+/* The evidence of len's class was used (a block got THP at once on it):
+ * the next block of the class starts on 4 KiB pages again. */
+void hz_promote_class_used(size_t len);
+
+/* Whether start lies in the regions of blocks (blocks.h): the promoter
+ * tracks those; other users of the backing (jemalloc's extents) are not
+ * tracked. */
+bool hz_promote_block_range(uintptr_t start);
+
+#ifdef HZ_TEST_CORE
+/* Tests: the next tick is due at once, with the backoff reset. */
+void hz_promote_test_kick(void);
+#endif
+
+#endif /* HZ_PROMOTE_H */

@@ -1,0 +1,189 @@
+/* Lazy huge pages (src/promote.h), with real THP: a fresh block starts on
+ * 4 KiB pages; the pre-zero thread collapses it once written densely, never
+ * a sparse one, never a range the program advised MADV_NOHUGEPAGE, and an
+ * mmap range unmapped while it is being promoted leaves what is mapped
+ * there next alone. Skips with the reason where THP is not in "madvise"
+ * mode or MADV_COLLAPSE is missing (before Linux 6.1). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "util.h"
+
+#include "promote.h"
+#include "recycle.h"
+#include "stats.h"
+
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+
+#define MiB ((size_t)1 << 20)
+/* 30 s: ticks come every 0.1-2 s; on a loaded machine the idle-priority
+ * thread waits for a CPU. */
+#define WAIT_TENTHS 300
+
+static uint64_t huge_kb(const void *p, size_t len)
+{
+	return hz_test_smaps_sum((uintptr_t)p, (uintptr_t)p + len, "AnonHugePages:") >> 10;
+}
+
+static void *map_aligned(size_t len)
+{
+	char *raw = mmap(NULL, len + 2 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			 -1, 0);
+	uintptr_t at;
+
+	assert_true(raw != MAP_FAILED);
+	at = ((uintptr_t)raw + 2 * MiB - 1) & ~(uintptr_t)(2 * MiB - 1);
+	if (at > (uintptr_t)raw)
+		munmap(raw, at - (uintptr_t)raw);
+	munmap((void *)(at + len), (uintptr_t)raw + len + 2 * MiB - (at + len));
+	return (void *)at;
+}
+
+static void need_promotion(void)
+{
+	char *p;
+	int ret;
+
+	if (!hz_promote_enabled()) {
+		print_message("skipped: no promotion here (THP not in madvise mode, disabled by "
+			      "prctl, or the pre-zero thread off)\n");
+		skip();
+	}
+	p = map_aligned(2 * MiB);
+	memset(p, 1, 2 * MiB);
+	ret = madvise(p, 2 * MiB, MADV_COLLAPSE);
+	munmap(p, 2 * MiB);
+	if (ret != 0) {
+		print_message("skipped: MADV_COLLAPSE fails here (%s; Linux 6.1+)\n", strerror(errno));
+		skip();
+	}
+}
+
+/* Wait until p's huge pages reach want KiB (true) or the wait ends. */
+static bool wait_huge(const void *p, size_t len, uint64_t want)
+{
+	for (int i = 0; i < WAIT_TENTHS; i++) {
+		if (huge_kb(p, len) >= want)
+			return true;
+		hz_promote_test_kick();
+		usleep(100000);
+	}
+	return false;
+}
+
+static void settle(void)
+{
+	for (int i = 0; i < 10; i++) { /* a few ticks */
+		hz_promote_test_kick();
+		usleep(100000);
+	}
+}
+
+static void sparse_block_stays_on_4k_pages(void **state)
+{
+	size_t len = 64 * MiB;
+	char *p;
+
+	(void)state;
+	need_promotion();
+	assert_int_equal(hz_recycle_alloc(len, 0, false, (void **)&p), 0);
+	for (size_t off = 0; off < len; off += 4 * MiB)
+		p[off] = 1;
+	settle();
+	assert_int_equal(huge_kb(p, len), 0);
+	hz_recycle_free(p);
+}
+
+static void densely_written_block_is_collapsed_within_a_bounded_wait(void **state)
+{
+	size_t len = 32 * MiB;
+	uint64_t before = hz_stats.promote_collapsed_bytes;
+	char *p;
+
+	(void)state;
+	need_promotion();
+	assert_int_equal(hz_recycle_alloc(len, 0, false, (void **)&p), 0);
+	/* Fresh: 4 KiB pages at first touch. */
+	memset(p, 5, len);
+	assert_true(huge_kb(p, len) < len >> 10);
+	assert_true(wait_huge(p, len, len >> 10));
+	for (size_t i = 0; i < len; i += 4096)
+		assert_int_equal(p[i], 5); /* contents kept */
+	assert_true(hz_stats.promote_collapsed_bytes > before);
+	hz_recycle_free(p);
+}
+
+static void program_nohugepage_range_is_never_collapsed(void **state)
+{
+	size_t len = 8 * MiB;
+	uint64_t left = hz_stats.promote_left_4k;
+	char *p;
+
+	(void)state;
+	need_promotion();
+	p = map_aligned(len);
+	assert_int_equal(madvise(p, len, MADV_NOHUGEPAGE), 0);
+	memset(p, 3, len);
+	hz_promote_track((uintptr_t)p, len, HZ_PROMOTE_MMAP);
+	for (int i = 0; i < 50 && hz_stats.promote_left_4k == left; i++) {
+		hz_promote_test_kick();
+		usleep(100000);
+	}
+	assert_int_equal(huge_kb(p, len), 0);
+	assert_true(hz_stats.promote_left_4k > left); /* refused, and given up */
+	hz_promote_forget((uintptr_t)p, len);
+	munmap(p, len);
+}
+
+/* The program unmaps a tracked range (through hz_promote_forget, as the
+ * preload's munmap does) at random points of its promotion, and maps a
+ * sparse range of its own at the same place: that one is never collapsed,
+ * and nothing crashes. */
+static void range_unmapped_during_promotion_is_left_alone(void **state)
+{
+	size_t len = 16 * MiB;
+	unsigned raced = 0;
+
+	(void)state;
+	need_promotion();
+	for (unsigned round = 0; round < 40; round++) {
+		char *p = map_aligned(len), *q;
+
+		memset(p, 9, len);
+		hz_promote_track((uintptr_t)p, len, HZ_PROMOTE_MMAP);
+		hz_promote_test_kick();
+		usleep((round % 8) * 25000);
+		raced += huge_kb(p, len) > 0 && huge_kb(p, len) < len >> 10;
+		hz_promote_forget((uintptr_t)p, len);
+		munmap(p, len);
+		q = mmap(p, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		assert_true(q == p);
+		for (size_t off = 0; off < len; off += 4 * MiB)
+			q[off] = 1;
+		usleep(50000);
+		assert_int_equal(huge_kb(q, len), 0);
+		munmap(q, len);
+	}
+	print_message("# %u of 40 rounds unmapped a range partly collapsed\n", raced);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(sparse_block_stays_on_4k_pages),
+		cmocka_unit_test(densely_written_block_is_collapsed_within_a_bounded_wait),
+		cmocka_unit_test(program_nohugepage_range_is_never_collapsed),
+		cmocka_unit_test(range_unmapped_during_promotion_is_left_alone),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
