@@ -61,9 +61,12 @@
 #define SCAN_MAX ((size_t)1 << 30)     /* 1 GiB of mincore per tick, ~1 ms */
 #define COLLAPSE_MAX 64                /* 128 MiB per tick at most */
 #define TICK_BUDGET_NS 20000000ull     /* 20 ms of collapsing per tick */
-/* 2 MiB in 8 ms of CPU (0.25 GB/s): reclaim or compaction. A fresh huge
- * page on this kind of VM costs about 2 ms (1 GB/s, backing.c). */
-#define SLOW_COLLAPSE_NS 8000000ull
+/* 2 MiB in 30 ms of CPU (70 MB/s): reclaim or compaction. On a VM whose
+ * host backs fresh memory lazily a collapse costs 5-7 ms of CPU (the new
+ * huge page is fresh memory, 0.3-0.4 GB/s measured on a 4 GiB table), so
+ * a bar of 8 ms backed off after most collapses and the table was 10-15%
+ * huge after 6 s; with 30 ms, 15-22%. */
+#define SLOW_COLLAPSE_NS 30000000ull
 #define INTERVAL_MIN_NS 100000000ull   /* 100 ms */
 #define INTERVAL_MAX_NS 8000000000ull  /* 8 s after failures */
 #define INTERVAL_IDLE_NS 2000000000ull /* 2 s when nothing was dense */
