@@ -8,6 +8,7 @@
 #include "fault.h"
 #include "pagemap.h"
 #include "prim.h"
+#include "../cpu/relax.h"
 #include "../sizes.h"
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -443,16 +444,46 @@ static int probe_discard(void)
 	return found;
 }
 
+/* One thread probes; one that comes meanwhile waits for its answer (a
+ * probe takes microseconds), at most PROBE_WAIT_NS, then probes itself (a
+ * fork child whose parent was probing in another thread). Two probes at
+ * once are harmless (each writes its own page), but the second can get
+ * the page the first just unmapped, and ThreadSanitizer, which does not
+ * see raw mmap and munmap, reports the two writes as a race. */
+#define PROBE_WAIT_NS 1000000ull
+
+static int probe_once(void)
+{
+	static int probing;
+	uint64_t t0 = hz_prim_now_ns();
+	int found;
+
+	while (__atomic_exchange_n(&probing, 1, __ATOMIC_ACQUIRE)) {
+		found = __atomic_load_n(&discard_probe, __ATOMIC_ACQUIRE);
+		if (found != 0)
+			return found;
+		if (hz_prim_now_ns() - t0 > PROBE_WAIT_NS)
+			return probe_discard();
+		hz_cpu_relax();
+	}
+	found = __atomic_load_n(&discard_probe, __ATOMIC_ACQUIRE);
+	if (found == 0) {
+		found = probe_discard();
+		if (found != 0)
+			__atomic_store_n(&discard_probe, found, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&probing, 0, __ATOMIC_RELEASE);
+	return found;
+}
+
 int hz_prim_probe_discard(struct hz_prim_discard *out)
 {
-	int found = __atomic_load_n(&discard_probe, __ATOMIC_RELAXED);
+	int found = __atomic_load_n(&discard_probe, __ATOMIC_ACQUIRE);
 
 	if (found == 0) {
-		/* Racing first callers probe twice; they find the same. */
-		found = probe_discard();
+		found = probe_once();
 		if (found == 0)
 			return -ENOMEM;
-		__atomic_store_n(&discard_probe, found, __ATOMIC_RELAXED);
 	}
 	out->mincore_works = found & MINCORE_WORKS;
 	out->dontneed_zeroes = found & DONTNEED_ZEROES;
