@@ -25,7 +25,15 @@
  * TICK_BUDGET_NS, and the interval between ticks doubles (up to
  * INTERVAL_MAX_NS) after a collapse that failed for want of memory or
  * because the pages were busy, after a slow one, and after a tick that
- * found nothing to do; a new range or a clean tick of collapses resets it. */
+ * found nothing to do; a new range or a clean tick of collapses resets it.
+ *
+ * Age and share. A collapse pays only for memory the program goes on
+ * using, and residency does not show use. A range is looked at only once it
+ * has been tracked HUGEZERO_COLLAPSE_DELAY_MS (10 s, as jemalloc's
+ * hpa_hugify_delay_ms): in bench/run-apps twelve programs that run for
+ * seconds never repaid a collapse, and sort, zstd, gcc, ld and ImageMagick
+ * lost 3-9% to them. Collapses then take at most HUGEZERO_COLLAPSE_CPU
+ * percent of the program's CPU time (promote_share.h). */
 #include "promote.h"
 
 #include <errno.h>
@@ -37,6 +45,7 @@
 #include "cpu/relax.h"
 #include "log.h"
 #include "prezero.h"
+#include "promote_share.h"
 #include "prim/memory.h"
 #include "prim/os.h"
 #include "prim/prim.h"
@@ -90,6 +99,7 @@ struct slot {
 	uint16_t failures;
 	uintptr_t start;
 	size_t len;      /* whole 2 MiB pages */
+	uint64_t since;  /* tracked at (ns) */
 	uint32_t seg_hp; /* 2 MiB pages per segment */
 	uint32_t nseg, cursor, resume;
 	uint64_t seg_done[SEG_MAX / 64];
@@ -318,6 +328,7 @@ void hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind)
 	__atomic_store_n(&s->start, start, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->len, hp * HZ_SZ_2M, __ATOMIC_RELAXED);
 	s->seg_hp = seg_hp;
+	s->since = hz_prim_now_ns();
 	s->nseg = (uint32_t)((hp + seg_hp - 1) / seg_hp);
 	s->cursor = s->resume = 0;
 	for (unsigned i = 0; i < SEG_MAX / 64; i++)
@@ -339,6 +350,8 @@ struct budget {
 	size_t scanned;
 	unsigned collapsed;
 	uint64_t until;
+	uint64_t share_left; /* collapse CPU time the share still allows */
+	uint64_t born_by;    /* ranges tracked after this are too young */
 	bool stop;    /* budget spent, or backing off */
 	bool backoff; /* a collapse failed for a while or was slow */
 	bool worked;  /* something was collapsed */
@@ -402,6 +415,11 @@ static bool collapse_one(struct slot *s, uintptr_t a, struct budget *b)
 	ns = hz_prim_now_ns() - t0;
 	cpu = hz_prim_thread_cpu_ns() - cpu0;
 	hz_stats_add(promote_ns, cpu);
+	hz_promote_share_spend(cpu);
+	if (b->share_left != UINT64_MAX)
+		b->share_left = cpu < b->share_left ? b->share_left - cpu : 0;
+	if (b->share_left == 0)
+		b->stop = true;
 	if (ret == 0) {
 		hz_stats_add(promote_collapsed_bytes, HZ_SZ_2M);
 		b->worked = true;
@@ -468,6 +486,8 @@ static void work_on(struct slot *s, struct budget *b)
 {
 	uint32_t k;
 
+	if (s->since > b->born_by)
+		return;
 	if (s->kind == HZ_PROMOTE_BLOCK && !block_still_ours(s))
 		return;
 	for (k = 0; k < s->nseg; k++) {
@@ -522,6 +542,7 @@ static void fork_child(void)
 		if (w & ST_DEAD)
 			slot_freed(ending_of(&slots[i]));
 	}
+	hz_promote_share_reset();
 }
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -534,7 +555,8 @@ static void register_atfork(void)
 
 uint64_t hz_promote_tick(uint64_t now)
 {
-	struct budget b = { .until = now + TICK_BUDGET_NS };
+	uint64_t delay = hz_config()->collapse_delay_ms * HZ_NS_PER_MS;
+	struct budget b = { .until = now + TICK_BUDGET_NS, .born_by = now > delay ? now - delay : 0 };
 	uint64_t due = __atomic_load_n(&next_tick, __ATOMIC_RELAXED);
 
 	if (!__atomic_load_n(&tracked_any, __ATOMIC_ACQUIRE))
@@ -548,6 +570,13 @@ uint64_t hz_promote_tick(uint64_t now)
 	pthread_once(&atfork_once, register_atfork);
 	if (due == 0)
 		interval = INTERVAL_MIN_NS; /* a new range */
+	b.share_left = hz_promote_share_left_ns();
+	if (b.share_left == 0) {
+		hz_stats_add(promote_share_waits, 1);
+		interval = hz_promote_share_wait_ns(INTERVAL_MIN_NS, INTERVAL_IDLE_NS);
+		__atomic_store_n(&next_tick, now + interval, __ATOMIC_RELAXED);
+		return interval;
+	}
 	for (unsigned n = 0; n < SLOTS && !b.stop && b.scanned < SCAN_MAX; n++)
 		visit(&slots[rr++ % SLOTS], &b);
 	if (b.backoff)

@@ -2,7 +2,8 @@
  * aligns start on 4 KiB pages (2 MiB aligned, so that they can be
  * promoted), and the pre-zero thread collapses the 2 MiB ranges of them
  * that the program has made densely resident into huge pages
- * (MADV_COLLAPSE), a bounded amount per tick, backing off when collapses
+ * (MADV_COLLAPSE), a bounded amount per tick and a share of the program's CPU
+ * time (HUGEZERO_COLLAPSE_CPU), backing off when collapses
  * fail or are slow. A sparse table keeps glibc's RSS; a dense one gets the
  * TLB reach of THP once it is dense. promote.c says how. */
 #ifndef HZ_PROMOTE_H

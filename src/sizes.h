@@ -22,5 +22,6 @@
 #define HZ_CACHE_LINE ((size_t)64)
 
 #define HZ_NS_PER_SEC 1000000000ull
+#define HZ_NS_PER_MS 1000000ull
 
 #endif /* HZ_SIZES_H */

@@ -11,12 +11,16 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "util.h"
 
+#include "../src/check.h" /* not tests/check.h, the CHECK macro */
+#include "config.h"
 #include "promote.h"
+#include "promote_share.h"
 #include "recycle.h"
 #include "stats.h"
 
@@ -89,6 +93,20 @@ static bool wait_huge(const void *p, size_t len, uint64_t want)
 	return false;
 }
 
+/* Wait until the promoter has collapsed at least want bytes more than
+ * before (true) or the wait ends. Counted, not read from smaps: smaps
+ * tells a VMA's huge pages, and a block shares its VMA with others. */
+static bool wait_collapsed(uint64_t before, uint64_t want)
+{
+	for (int i = 0; i < WAIT_TENTHS; i++) {
+		if (hz_stats.promote_collapsed_bytes >= before + want)
+			return true;
+		hz_promote_test_kick();
+		usleep(100000);
+	}
+	return false;
+}
+
 static void settle(void)
 {
 	for (int i = 0; i < 10; i++) { /* a few ticks */
@@ -153,6 +171,73 @@ static void program_nohugepage_range_is_never_collapsed(void **state)
 	munmap(p, len);
 }
 
+/* Burn about ms of this thread's CPU time. */
+static void spin_cpu(unsigned ms)
+{
+	struct timespec t0, t;
+	volatile uint64_t sink = 0;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+	do {
+		for (int i = 0; i < 100000; i++)
+			sink += (uint64_t)i;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+}
+
+/* HUGEZERO_COLLAPSE_CPU=1: a dense block waits while the program uses no
+ * CPU (the ticks are counted as waits), and is collapsed, at least in
+ * part, once the program's threads have used 3 s (30 ms of share; one
+ * collapse takes 0.2-7 ms). */
+static void collapses_wait_for_the_programs_cpu_share(void **state)
+{
+	size_t len = 32 * MiB;
+	uint64_t waits = hz_stats.promote_share_waits, before;
+	char *p;
+
+	(void)state;
+	need_promotion();
+	hz_promote_share_reset(); /* the earlier tests' collapses */
+	setenv("HUGEZERO_COLLAPSE_CPU", "0", 1);
+	hz_options_reload();
+	assert_int_equal(hz_recycle_alloc(len, 0, false, (void **)&p), 0);
+	memset(p, 7, len);
+	before = hz_stats.promote_collapsed_bytes;
+	settle();
+	assert_int_equal(hz_stats.promote_collapsed_bytes, before);
+	assert_true(hz_stats.promote_share_waits > waits);
+	setenv("HUGEZERO_COLLAPSE_CPU", "1", 1);
+	hz_options_reload();
+	spin_cpu(3000);
+	assert_true(wait_collapsed(before, 2 * MiB));
+	hz_recycle_free(p);
+	setenv("HUGEZERO_COLLAPSE_CPU", "100", 1);
+	hz_options_reload();
+}
+
+/* HUGEZERO_COLLAPSE_DELAY_MS=60000: a dense block tracked just now is left
+ * alone; with the delay at 0 it is collapsed. */
+static void young_ranges_wait_for_the_delay(void **state)
+{
+	size_t len = 16 * MiB;
+	uint64_t before = hz_stats.promote_collapsed_bytes;
+	char *p;
+
+	(void)state;
+	need_promotion();
+	setenv("HUGEZERO_COLLAPSE_DELAY_MS", "60000", 1);
+	hz_options_reload();
+	hz_recycle_drain(); /* a fresh block: none collapsed before */
+	assert_int_equal(hz_recycle_alloc(len, 0, false, (void **)&p), 0);
+	memset(p, 4, len);
+	settle();
+	assert_int_equal(hz_stats.promote_collapsed_bytes, before);
+	setenv("HUGEZERO_COLLAPSE_DELAY_MS", "0", 1);
+	hz_options_reload();
+	assert_true(wait_collapsed(before, len));
+	hz_recycle_free(p);
+}
+
 /* The program unmaps a tracked range (through hz_promote_forget, as the
  * preload's munmap does) at random points of its promotion, and maps a
  * sparse range of its own at the same place: that one is never collapsed,
@@ -192,7 +277,13 @@ int main(void)
 		cmocka_unit_test(densely_written_block_is_collapsed_within_a_bounded_wait),
 		cmocka_unit_test(program_nohugepage_range_is_never_collapsed),
 		cmocka_unit_test(range_unmapped_during_promotion_is_left_alone),
+		cmocka_unit_test(collapses_wait_for_the_programs_cpu_share),
+		cmocka_unit_test(young_ranges_wait_for_the_delay),
 	};
 
+	/* The other tests time the promoter, not its delay or its share of a
+	 * test's CPU. */
+	setenv("HUGEZERO_COLLAPSE_CPU", "100", 1);
+	setenv("HUGEZERO_COLLAPSE_DELAY_MS", "0", 1);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

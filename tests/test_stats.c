@@ -37,7 +37,8 @@ static void fill(void)
 	s.takeovers_abandoned = 1, s.assisted_bytes = 32 << 20;
 	s.thp_demoted = 2, s.thp_promoted = 9, s.mmaps_aligned = 11, s.mmap_bytes = 44 << 20;
 	s.promote_tracked = 13, s.promote_collapsed_bytes = 64 << 20, s.promote_ns = 32000000;
-	s.promote_failed = 2, s.promote_left_4k = 3, s.thp_up_front = 1;
+	s.promote_failed = 2, s.promote_share_waits = 5, s.promote_left_4k = 3;
+	s.thp_up_front = 1;
 	s.exec.segments = 12, s.exec.text_bytes = 24 << 20, s.exec.advised_bytes = 20 << 20;
 	s.exec.unaligned_bytes = 65536, s.exec.prewarmed_bytes = 10 << 20;
 	s.exec.prewarm_ns = 4567890, s.exec.collapsed_bytes = 2 << 20;
@@ -127,7 +128,7 @@ static void text_report_is_the_format_scripts_read(void **state)
 	"hugezero:   calloc          17 calls, 117.7 MiB; zeroed by calloc 941.9 MiB at 8.0 GB/s\n"
 	"hugezero:   recycling       1000 reused, 234 fresh; cache 64.0 MiB now, 4768.4 MiB given back; pre-zeroed 741.7 MiB at 0.0 GB/s, 3 takeovers, 1 given up, 4 pauses when starved of CPU; 32.0 MiB of calloc's clears done by the thread beside it\n"
 	"hugezero:   page size      2 blocks moved to 4 KiB pages after sparse use, 9 back to THP after dense use\n"
-	"hugezero:   lazy huge pages 13 ranges watched, 64.0 MiB collapsed at 2.1 GB/s, 2 collapses failed, 3 ranges left on 4 KiB pages, 1 blocks THP at once\n"
+	"hugezero:   lazy huge pages 13 ranges watched, 64.0 MiB collapsed at 2.1 GB/s, 2 collapses failed, 5 ticks waited for CPU share, 3 ranges left on 4 KiB pages, 1 blocks THP at once\n"
 	"hugezero:   realloc         5 moved by mremap, 6 in place, 7 copied\n"
 	"hugezero:   mmap            11 aligned for THP (44.0 MiB)\n"
 	"hugezero:   exec text       mode off: 12 segments, 24.0 MiB; advised 20.0 MiB, left unaligned 0.1 MiB, prewarmed 10.0 MiB in 4.6 ms, collapsed 2.0 MiB, remapped 6.0 MiB in 12.3 ms (2 left in place), perf map 456 lines\n";
@@ -151,7 +152,7 @@ static void json_report_has_every_key(void **state)
 	" \"cache_no_reuse\": 0, \"cache_no_reuse_bytes\": 0, \"cache_reuse_missed\": 0,\n"
 	" \"zeroed_bytes\": 0, \"dropped_bytes\": 0, \"zero_page_bytes\": 0, \"handouts\": 0,\n"
 	" \"thp_demoted\": 2, \"thp_promoted\": 9,\n"
-	" \"promote_tracked\": 13, \"promote_collapsed_bytes\": 67108864, \"promote_ns\": 32000000, \"promote_failed\": 2, \"promote_left_4k\": 3, \"thp_up_front\": 1,\n"
+	" \"promote_tracked\": 13, \"promote_collapsed_bytes\": 67108864, \"promote_ns\": 32000000, \"promote_failed\": 2, \"promote_share_waits\": 5, \"promote_left_4k\": 3, \"thp_up_front\": 1,\n"
 	" \"realloc_moved\": 5, \"realloc_in_place\": 6, \"realloc_copied\": 7,\n"
 	" \"mmaps_aligned\": 11, \"mmap_bytes\": 46137344,\n"
 	" \"exec\": {\"mode\": \"off\", \"segments\": 12, \"text_bytes\": 25165824, \"advised_bytes\": 20971520, \"unaligned_bytes\": 65536, \"prewarmed_bytes\": 10485760, \"prewarm_ns\": 4567890, \"collapsed_bytes\": 2097152, \"remapped_bytes\": 6291456, \"remap_ns\": 12345678, \"remap_skipped\": 2, \"dlopens\": 3, \"perfmap_lines\": 456},\n"
