@@ -41,6 +41,8 @@
 #include <sys/mman.h>
 
 #include "backing.h"
+#include "clear/policy.h"
+#include "config.h"
 #include "cpu/relax.h"
 #include "lock.h"
 #include "log.h"
@@ -424,11 +426,28 @@ static void sleep_until_woken(int seq, uint64_t ns)
 	__atomic_store_n(&pz_sleeping, 0, __ATOMIC_RELAXED);
 }
 
+/* A file table of our own (hz_prim_files_unshare): an I/O-bound program
+ * keeps the kernel's single-threaded file calls beside this thread. Its
+ * stderr stays only for HUGEZERO_VERBOSE's messages; the one warning this
+ * thread could give (a bad HUGEZERO_CLEAR, when it zeroes first) is given
+ * before. */
+static void own_file_table(void)
+{
+	struct hz_clear_policy clear;
+	int ret;
+
+	hz_clear_policy_load(&clear);
+	ret = hz_prim_files_unshare(hz_config()->verbose >= HZ_LOG_INFO);
+	if (ret != 0)
+		hz_debug("the pre-zero thread shares the program's file table (error %d)", ret);
+}
+
 static void *prezero_main(void *arg)
 {
 	(void)arg;
 	__atomic_store_n(&pz_tid, hz_prim_gettid(), __ATOMIC_RELEASE);
 	hz_prim_lower_thread_priority();
+	own_file_table();
 	/* Started for the promoter (hz_prezero_start), the table may be new. */
 	pthread_once(&pz_cache_once, hz_pz_init_cache);
 	/* Stopped at the top of the loop only: no span is held there. */

@@ -44,6 +44,7 @@ static const char *const names[HZ_CALL_COUNT] = {
 	[HZ_CALL_UNAME] = "uname",
 	[HZ_CALL_MUNLOCK] = "munlock",
 	[HZ_CALL_PAGEMAP] = "pagemap_scan",
+	[HZ_CALL_UNSHARE] = "files_unshare",
 };
 
 const char *hz_prim_fault_call_name(enum hz_prim_call call)

@@ -54,6 +54,7 @@ enum hz_prim_call {
 	HZ_CALL_UNAME,
 	HZ_CALL_MUNLOCK,   /* hz_prim_reset_reservation, freeing a block the program changed */
 	HZ_CALL_PAGEMAP,   /* the PAGEMAP_SCAN ioctl (pagemap.h); a failure falls back to mincore */
+	HZ_CALL_UNSHARE,   /* hz_prim_files_unshare; a failure keeps the file table shared */
 	HZ_CALL_COUNT
 };
 

@@ -20,7 +20,10 @@
  *    without the ioctl, or a program that keeps taking our number, turns
  *    the scan off for the process;
  *  - no thread ever waits: whoever finds the record being replaced by
- *    another thread uses mincore for that call. */
+ *    another thread uses mincore for that call;
+ *  - the pre-zero thread has a file table of its own
+ *    (hz_prim_files_unshare): its fd is in a second record, used by it
+ *    alone and begun anew with each new table. */
 #include "pagemap.h"
 
 #include <errno.h>
@@ -72,6 +75,9 @@ static union {
 } page __attribute__((aligned(HZ_SZ_4K)));
 static int fork_check;          /* UNSET, WIPED or BY_PID */
 static struct record inherited; /* the last fd opened, for a child to close */
+/* The thread with a file table of its own, and which table that was. */
+static struct record private_record;
+static unsigned private_table;
 
 /* The fd, device and inode through which the syscall runs: fstat. */
 static int identity(int fd, uint64_t *dev, uint64_t *ino)
@@ -97,10 +103,21 @@ static bool is_ours(int fd, uint64_t dev, uint64_t ino)
 	return identity(fd, &d, &i) == 0 && d == dev && i == ino;
 }
 
+/* The caller's record: the private one in the thread with a table of its
+ * own (a fork's child has no such thread: its copy is never used). */
 static struct record *record_page(void)
 {
+	unsigned table = hz_prim_files_private();
 	int how = __atomic_load_n(&fork_check, __ATOMIC_ACQUIRE);
 
+	if (table != 0) {
+		if (private_table != table) {
+			memset(&private_record, 0, sizeof(private_record));
+			private_record.live = 1; /* nothing inherited to close */
+			private_table = table;
+		}
+		return &private_record;
+	}
 	if (how == UNSET) {
 		/* Racing first callers advise twice; they find the same. */
 		how = hz_prim_madvise(&page, sizeof(page), MADV_WIPEONFORK) == 0 ? WIPED : BY_PID;
@@ -155,9 +172,11 @@ static void open_fd(struct record *r)
 	}
 	__atomic_store_n(&r->dev, dev, __ATOMIC_RELAXED);
 	__atomic_store_n(&r->ino, ino, __ATOMIC_RELAXED);
-	inherited.dev = dev;
-	inherited.ino = ino;
-	__atomic_store_n(&inherited.fd, fd + 1, __ATOMIC_RELAXED);
+	if (r != &private_record) { /* a child's copy of the shared table has it */
+		inherited.dev = dev;
+		inherited.ino = ino;
+		__atomic_store_n(&inherited.fd, fd + 1, __ATOMIC_RELAXED);
+	}
 	__atomic_store_n(&r->fd, fd + 1, __ATOMIC_RELEASE);
 }
 

@@ -1,6 +1,7 @@
 /* Threads: the one place hugezero starts one, and the futex its pre-zero
  * thread sleeps on. See prim.h. */
 #include "prim.h"
+#include "fault.h"
 #include "../sizes.h"
 
 #include <errno.h>
@@ -65,4 +66,52 @@ int hz_prim_futex_wake(int *word, int count)
 int hz_prim_gettid(void)
 {
 	return (int)syscall(SYS_gettid); /* never fails, errno untouched */
+}
+
+#ifndef CLOSE_RANGE_UNSHARE
+#define CLOSE_RANGE_UNSHARE (1U << 1) /* Linux 5.9 */
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+
+/* The thread with a table of its own (its pthread_t, cheap to compare, and
+ * its tid: in a child of fork another thread may get the same pthread_t,
+ * never a tid in use), and the number of such tables made; written by that
+ * thread before it opens any file. */
+static pthread_t private_thread;
+static int private_tid;
+static unsigned private_tables;
+
+int hz_prim_files_unshare(bool keep_stderr)
+{
+	int saved = errno, ret = hz_prim_fault(HZ_CALL_UNSHARE, 0, 0);
+
+	/* One call: the new table copies only the numbers below the first
+	 * closed, so it never holds a program's pipe or socket open (a
+	 * reader waiting for EOF would wait for us); with stderr kept,
+	 * stdin and stdout for the two calls after it. */
+	if (ret == 0 && syscall(SYS_close_range, keep_stderr ? 3u : 0u, ~0u, CLOSE_RANGE_UNSHARE) != 0)
+		ret = -errno;
+	if (ret == 0 && keep_stderr) {
+		syscall(SYS_close, 0);
+		syscall(SYS_close, 1);
+	}
+	errno = saved;
+	if (ret != 0)
+		return ret;
+	private_thread = pthread_self();
+	private_tid = hz_prim_gettid();
+	__atomic_add_fetch(&private_tables, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+unsigned hz_prim_files_private(void)
+{
+	unsigned n = __atomic_load_n(&private_tables, __ATOMIC_ACQUIRE);
+
+	return n != 0 && pthread_equal(private_thread, pthread_self()) &&
+			       private_tid == hz_prim_gettid()
+		       ? n
+		       : 0;
 }
