@@ -292,7 +292,7 @@ int hz_blocks_alloc(size_t size, size_t align, void **out)
 	m->granules = (uint32_t)(len / HZ_GRANULE);
 	m->backing = (uint8_t)got;
 	__atomic_store_n(&m->live, 1, __ATOMIC_RELEASE);
-	hz_stats_live((int64_t)len);
+	hz_blocks_count_live((int64_t)len);
 	*out = (void *)hz_region_addr(r, first);
 	return 0;
 }
@@ -336,7 +336,7 @@ void hz_blocks_retire(void *p, struct hz_span *span)
 	span->backing = (enum hz_backing)m->backing;
 	if (!__atomic_exchange_n(&m->live, 0, __ATOMIC_ACQ_REL))
 		hz_fatal("free(%p): hugezero block freed twice at once", p);
-	hz_stats_live(-(int64_t)hz_span_bytes(span));
+	hz_blocks_count_live(-(int64_t)hz_span_bytes(span));
 }
 
 /* Checks on hand-out, always on and O(1), as musl's mallocng checks on
@@ -380,7 +380,21 @@ void hz_blocks_revive(const struct hz_span *span)
 	if (__atomic_exchange_n(&m->live, 1, __ATOMIC_ACQ_REL))
 		hz_fatal("malloc: block %p handed out twice at once (recycler bug)",
 			 (void *)span->range.start);
-	hz_stats_live((int64_t)hz_span_bytes(span));
+	hz_blocks_count_live((int64_t)hz_span_bytes(span));
+}
+
+static uint64_t handouts;
+
+void hz_blocks_count_live(int64_t delta)
+{
+	if (delta > 0)
+		__atomic_add_fetch(&handouts, 1, __ATOMIC_RELEASE);
+	hz_stats_live(delta);
+}
+
+uint64_t hz_blocks_handouts(void)
+{
+	return __atomic_load_n(&handouts, __ATOMIC_ACQUIRE);
 }
 
 void hz_blocks_release_span(const struct hz_span *span)

@@ -160,7 +160,7 @@ int hz_blocks_resize(void *p, size_t size, void **out)
 		if (hz_prim_decommit(start + len, (old_g - new_g) * HZ_GRANULE) == 0) {
 			hz_blocks_unclaim(r, at.first + new_g, old_g - new_g);
 			m->granules = (uint32_t)new_g;
-			hz_stats_live(-(int64_t)((old_g - new_g) * HZ_GRANULE));
+			hz_blocks_count_live(-(int64_t)((old_g - new_g) * HZ_GRANULE));
 		}
 		hz_stats_add(realloc_in_place, 1);
 	} else if (new_g > old_g) {
@@ -177,7 +177,7 @@ int hz_blocks_resize(void *p, size_t size, void **out)
 			return copy_block(p, size, old_g, out);
 		}
 		m->granules = (uint32_t)new_g;
-		hz_stats_live((int64_t)((new_g - old_g) * HZ_GRANULE));
+		hz_blocks_count_live((int64_t)((new_g - old_g) * HZ_GRANULE));
 	}
 	*out = (void *)start;
 	return 0;

@@ -73,9 +73,6 @@ void hz_stats_live(int64_t delta)
 					   __ATOMIC_RELAXED);
 	uint64_t peak = __atomic_load_n(&hz_stats.peak_bytes, __ATOMIC_RELAXED);
 
-	if (delta > 0) /* a hand-out: src/zero.c's kept residency is stale */
-		__atomic_add_fetch(&hz_stats.handouts, 1, __ATOMIC_RELEASE);
-
 	while (delta > 0 && live > peak &&
 	       !__atomic_compare_exchange_n(&hz_stats.peak_bytes, &peak, live, true,
 					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))

@@ -71,8 +71,8 @@ static bool use_cached_stores(size_t len, uintptr_t hint)
  * pass costs as much as the drop of a sparse block. They are kept only
  * while nothing can have written the range: until the next hz_zero_*
  * call of the thread, and only while no block was handed out anywhere
- * since (hz_stats.handouts; the range is free, so only a hand-out, then a
- * write, could make them stale). Many runs (more than fit) are not kept. */
+ * since (hz_blocks_handouts; the range is free, so only a hand-out, then
+ * a write, could make them stale). Many runs (more than fit) are not kept. */
 #define KEPT_RUNS 32
 
 struct kept_run {
@@ -89,11 +89,6 @@ struct kept {
 };
 
 static __thread struct kept kept;
-
-static uint64_t handouts(void)
-{
-	return __atomic_load_n(&hz_stats.handouts, __ATOMIC_ACQUIRE);
-}
 
 static void keep_run(void *ctx, struct hz_range run, enum hz_prim_res res)
 {
@@ -115,7 +110,7 @@ static int residency(uintptr_t start, size_t len, hz_prim_page_fn *fn, void *ctx
 {
 	struct hz_range r = hz_range_make(start, len);
 	bool mine = kept.valid && kept.range.start == r.start && kept.range.end == r.end &&
-		    kept.epoch == handouts();
+		    kept.epoch == hz_blocks_handouts();
 
 	kept.valid = false;
 	if (!mine)
@@ -196,7 +191,7 @@ static int resident_bytes(uintptr_t start, size_t len, size_t *bytes)
 	int ret;
 
 	*bytes = 0;
-	kept = (struct kept){ .valid = true, .epoch = handouts(),
+	kept = (struct kept){ .valid = true, .epoch = hz_blocks_handouts(),
 			      .range = hz_range_make(start, len) };
 	ret = hz_prim_residency_scan(start, len, keep_run, bytes, &exact);
 	kept.exact = exact;

@@ -150,7 +150,7 @@ static void json_report_has_every_key(void **state)
 	" \"callocs\": 17, \"calloc_bytes\": 123456789, \"cleared_bytes\": 987654321, \"clear_ns\": 123456789,\n"
 	" \"cache_hits\": 1000, \"cache_misses\": 234, \"cache_bytes\": 67108864, \"cache_released_bytes\": 5000000000, \"prezeroed_bytes\": 777777777, \"prezero_ns\": 0, \"takeovers\": 3, \"takeovers_abandoned\": 1, \"prezero_starved\": 4, \"assisted_bytes\": 33554432,\n"
 	" \"cache_no_reuse\": 0, \"cache_no_reuse_bytes\": 0, \"cache_reuse_missed\": 0,\n"
-	" \"zeroed_bytes\": 0, \"dropped_bytes\": 0, \"zero_page_bytes\": 0, \"handouts\": 0,\n"
+	" \"zeroed_bytes\": 0, \"dropped_bytes\": 0, \"zero_page_bytes\": 0,\n"
 	" \"thp_demoted\": 2, \"thp_promoted\": 9,\n"
 	" \"promote_tracked\": 13, \"promote_collapsed_bytes\": 67108864, \"promote_ns\": 32000000, \"promote_failed\": 2, \"promote_share_waits\": 5, \"promote_left_4k\": 3, \"thp_up_front\": 1,\n"
 	" \"realloc_moved\": 5, \"realloc_in_place\": 6, \"realloc_copied\": 7,\n"
