@@ -118,6 +118,7 @@ void hz_cache_init(struct hz_cache *c, uint64_t decay_ns, struct hz_cache_budget
 	c->flush = flush;
 	c->adapt = false;
 	c->probe_bytes = 0;
+	c->hold_probes = true;
 	for (unsigned k = 0; k < HZ_CACHE_CLASSES; k++)
 		c->classes[k] = (struct hz_cache_class){ 0 };
 }
@@ -284,14 +285,14 @@ static void add_entry(struct hz_cache *c, struct hz_cache_entry e, struct hz_cac
 			return;
 		}
 	}
-	/* Probes share PROBE_MAX: the oldest make room, a larger span goes. */
-	while (e.probe && bytes <= PROBE_MAX && c->probe_bytes + bytes > PROBE_MAX &&
-	       evict_oldest(c, true, b))
-		;
-	if (e.probe && bytes > PROBE_MAX) {
+	/* Probes share PROBE_MAX: a larger span goes (every one, when probes
+	 * are not held), else the oldest make room. */
+	if (e.probe && (bytes > PROBE_MAX || !c->hold_probes)) {
 		let_go(c, &e, b);
 		return;
 	}
+	while (e.probe && c->probe_bytes + bytes > PROBE_MAX && evict_oldest(c, true, b))
+		;
 	while (c->count > 0 && (c->count == HZ_CACHE_ENTRIES || over_budget(c, bytes)))
 		evict_oldest(c, false, b);
 	if (over_budget(c, bytes)) {
@@ -300,6 +301,16 @@ static void add_entry(struct hz_cache *c, struct hz_cache_entry e, struct hz_cac
 	}
 	c->entries[c->count++] = e;
 	account(c, &e, true);
+}
+
+void hz_cache_hold_probes(struct hz_cache *c, bool on)
+{
+	c->hold_probes = on;
+}
+
+bool hz_cache_class_warm(struct hz_cache *c, size_t bytes)
+{
+	return !c->adapt || warm(class_of(c, bytes));
 }
 
 void hz_cache_add(struct hz_cache *c, struct hz_cache_entry e, struct hz_cache_batch *b)

@@ -130,6 +130,9 @@ struct hz_cache {
 	 * decay_ns, as long as the budget has room. */
 	bool adapt;
 	size_t probe_bytes; /* of entries with probe set */
+	/* Probes kept at all: off while nobody would give them back in time
+	 * (hz_cache_hold_probes). */
+	bool hold_probes;
 	struct hz_cache_class classes[HZ_CACHE_CLASSES];
 	/* Called with a full batch, with the table still held (rare: an
 	 * eviction run over many small spans), to release its spans at once
@@ -142,6 +145,15 @@ void hz_cache_init(struct hz_cache *c, uint64_t decay_ns, struct hz_cache_budget
 
 /* Size stays and the cache from observed reuse (cache.c), or not. */
 void hz_cache_adapt(struct hz_cache *c, bool on);
+
+/* Keep probes (cold spans, cache.c) for their short stay, or let them go
+ * at their free, as glibc's munmap would (no thread to give them back
+ * later). Either way a miss soon after counts as a reuse let go. */
+void hz_cache_hold_probes(struct hz_cache *c, bool on);
+
+/* Whether spans of bytes' size class stay on evidence of reuse: without
+ * adapt, every span does. */
+bool hz_cache_class_warm(struct hz_cache *c, size_t bytes);
 
 /* Put s in b for release, flushing b first when it is full. */
 void hz_cache_batch_put(const struct hz_cache *c, struct hz_cache_batch *b,

@@ -70,7 +70,6 @@
 /* The thread tries its turn again this soon (ns) when a program thread was
  * in the table. */
 #define RETRY_NS 50000
-#define THREAD_STACK ((size_t)256 << 10)
 
 #ifdef HZ_TEST_CORE
 void (*hz_prezero_test_hook)(enum hz_prezero_point point);
@@ -94,7 +93,7 @@ static size_t calloc_demand;
 /* The thread. stop asks it to end (hz_prezero_stop); tid is its kernel id
  * while it runs, exited set once it has left its loop. */
 int pz_thread_started;
-static int thread_failed;
+int pz_thread_failed;
 int pz_stop, pz_tid, pz_exited;
 int pz_wake_seq, pz_sleeping;
 static uint64_t paused_until; /* until when (ns) a starved thread rests */
@@ -221,7 +220,7 @@ enum hz_prezero_opt hz_prezero_mode(void)
 {
 	enum hz_prezero_opt m = hz_cache_policy()->prezero;
 
-	if (m == HZ_PREZERO_OPT_THREAD && (__atomic_load_n(&thread_failed, __ATOMIC_ACQUIRE) ||
+	if (m == HZ_PREZERO_OPT_THREAD && (__atomic_load_n(&pz_thread_failed, __ATOMIC_ACQUIRE) ||
 					   hz_cache_memory_limited()))
 		return HZ_PREZERO_OPT_SYNC;
 	return m;
@@ -442,7 +441,7 @@ static void own_file_table(void)
 		hz_debug("the pre-zero thread shares the program's file table (error %d)", ret);
 }
 
-static void *prezero_main(void *arg)
+void *hz_pz_main(void *arg)
 {
 	(void)arg;
 	__atomic_store_n(&pz_tid, hz_prim_gettid(), __ATOMIC_RELEASE);
@@ -475,76 +474,6 @@ static void *prezero_main(void *arg)
 	}
 	__atomic_store_n(&pz_exited, 1, __ATOMIC_RELEASE);
 	return NULL;
-}
-
-/* Started on the first free that could use it; detached and never joined:
- * exit() ends it wherever it is, so it never delays exit. */
-static void start_thread(void)
-{
-	if (__atomic_exchange_n(&pz_thread_started, 1, __ATOMIC_ACQ_REL))
-		return;
-	if (hz_prim_thread_start(prezero_main, NULL, THREAD_STACK) != 0) {
-		hz_info("could not start the pre-zero thread; calloc zeroes instead");
-		__atomic_store_n(&thread_failed, 1, __ATOMIC_RELEASE);
-	}
-}
-
-/* ---- when the thread runs ----
- *
- * It starts at the first free of a dirty block (it also gives idle blocks'
- * memory back, which an idle program never would), so a single-threaded
- * program becomes multi-threaded then. What a program can only do while
- * single-threaded is unshare(CLONE_NEWUSER) and setns into a user or
- * mount namespace (EINVAL otherwise): the preload interposes unshare and
- * setns (src/preload/ns.c) and stops the thread first; the next free
- * starts it again. Programs that make the system call directly are not
- * seen (README, "Containers"). */
-
-/* 1 s: the thread leaves at its next unit or wake-up, microseconds on a
- * free core; the caller sleeps meanwhile, so even at idle priority it gets
- * the CPU. */
-#define STOP_WAIT_NS 1000000000ull
-
-int hz_prezero_stop(void)
-{
-	uint64_t deadline;
-	int id;
-
-	if (!__atomic_load_n(&pz_thread_started, __ATOMIC_ACQUIRE) ||
-	    __atomic_load_n(&thread_failed, __ATOMIC_ACQUIRE))
-		return 0;
-	__atomic_store_n(&pz_stop, 1, __ATOMIC_SEQ_CST);
-	__atomic_add_fetch(&pz_wake_seq, 1, __ATOMIC_SEQ_CST);
-	hz_prim_futex_wake(&pz_wake_seq, 1);
-	if (!hz_prezero_wait(&pz_exited, ~0, 1, STOP_WAIT_NS))
-		return -EBUSY; /* it ends later: stop stays set */
-	/* Out of its loop; now out of the kernel's thread group. */
-	id = __atomic_load_n(&pz_tid, __ATOMIC_ACQUIRE);
-	deadline = hz_prim_now_ns() + STOP_WAIT_NS;
-	while (!hz_os_thread_gone(id) && hz_prim_now_ns() < deadline)
-		hz_prim_sleep_ns(20000);
-	__atomic_store_n(&pz_tid, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&pz_exited, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&pz_stop, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&pz_thread_started, 0, __ATOMIC_RELEASE);
-	return 0;
-}
-
-void hz_prezero_start(void)
-{
-	if (!__atomic_load_n(&pz_thread_started, __ATOMIC_ACQUIRE))
-		start_thread();
-}
-
-void hz_prezero_wake(void)
-{
-	if (!__atomic_load_n(&pz_thread_started, __ATOMIC_ACQUIRE)) {
-		start_thread();
-		return;
-	}
-	__atomic_add_fetch(&pz_wake_seq, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&pz_sleeping, __ATOMIC_SEQ_CST))
-		hz_prim_futex_wake(&pz_wake_seq, 1);
 }
 
 /* ---- claiming the span being zeroed ---- */

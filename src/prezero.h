@@ -36,9 +36,21 @@ void hz_prezero_note_calloc(size_t size);
  * time). Never waits. */
 void hz_prezero_wake(void);
 
-/* Start the thread if it does not run, without waking it (the promoter's
- * ranges, promote.h: its next tick finds them). Never waits. */
+/* Start the thread if it does not run, without waking it. Never waits. */
 void hz_prezero_start(void);
+
+/* Whether starting the thread costs the program nothing more: it runs, or
+ * the program has threads of its own (prezero_start.c says why). */
+bool hz_prezero_welcome(void);
+
+/* The promoter tracks a range since then (promote.h): the thread starts
+ * now when welcome, else once the oldest such range has waited the
+ * collapse delay, at this call or a later hz_prezero_poke. */
+void hz_prezero_start_for_promotion(uint64_t since);
+
+/* A large request or free: starts the thread if a range has waited the
+ * collapse delay for it. Never waits. */
+void hz_prezero_poke(void);
 
 /* Outside the guard: end the thread and wait, at most a second, until the
  * kernel no longer counts it (before unshare or setns, which need a

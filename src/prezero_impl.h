@@ -1,4 +1,4 @@
-/* What prezero.c shares with prezero_fork.c: the guard, the table, the job
+/* What prezero.c shares with prezero_fork.c and prezero_start.c: the guard, the table, the job
  * slots and the thread's flags. Internal to the pre-zero thread; the rest
  * of the library uses prezero.h. */
 #ifndef HZ_PREZERO_IMPL_H
@@ -40,6 +40,11 @@ extern struct job pz_jobs[JOBS];
 /* The thread: started; asked to stop; its kernel id while it runs; left
  * its loop; its wake-up sequence and whether it sleeps on it. */
 extern int pz_thread_started, pz_stop, pz_tid, pz_exited, pz_wake_seq, pz_sleeping;
+/* Starting it failed: calloc zeroes instead. */
+extern int pz_thread_failed;
+
+/* The thread's body (prezero.c), started by prezero_start.c. */
+void *hz_pz_main(void *arg);
 
 /* pthread_once routine: the table, from the cache policy. */
 void hz_pz_init_cache(void);

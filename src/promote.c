@@ -341,7 +341,7 @@ void hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind)
 	__atomic_store_n(&tracked_any, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&next_tick, 0, __ATOMIC_RELAXED);
 	hz_stats_add(promote_tracked, 1);
-	hz_prezero_start();
+	hz_prezero_start_for_promotion(s->since);
 }
 
 /* ---- the promoter (the pre-zero thread) ---- */

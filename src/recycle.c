@@ -203,6 +203,7 @@ void hz_recycle_free(void *p)
 	const struct hz_cache_policy *policy = hz_cache_policy();
 	struct hz_cache_batch b = { .count = 0 };
 	struct hz_cache_entry e = { .clean = false };
+	bool thread = hz_prezero_mode() == HZ_PREZERO_OPT_THREAD, warm;
 	struct hz_cache *c;
 
 	hz_blocks_retire(p, &e.span);
@@ -235,11 +236,18 @@ void hz_recycle_free(void *p)
 		return;
 	}
 	hz_cache_decay(c, e.idle_since, &b);
+	/* No thread to give a probe back in time: a cold free goes back at
+	 * once; one of a class that shows reuse is kept, and the thread
+	 * starts for it (prezero_start.c). */
+	hz_cache_hold_probes(c, thread ? hz_prezero_welcome() : true);
 	hz_cache_put(c, e, &b);
+	warm = hz_cache_class_warm(c, hz_span_bytes(&e.span));
 	hz_prezero_leave();
 	hz_prezero_release(&b);
-	if (hz_prezero_mode() == HZ_PREZERO_OPT_THREAD && !e.clean)
+	if (thread && !e.clean && (warm || hz_prezero_welcome()))
 		hz_prezero_wake();
+	else
+		hz_prezero_poke();
 }
 
 void hz_recycle_drop(void)

@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <pthread.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
@@ -115,6 +117,33 @@ static inline bool hz_test_mincore_sees_holes(void)
 	       madvise(p, 2 * page, MADV_NORMAL) != 0 && errno == ENOMEM;
 	munmap(p, page);
 	return sees;
+}
+
+/* A thread that only sleeps, on a 64 KiB stack. */
+static inline void *hz_test_parked(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* Give the test program a thread of its own, as the programs these tests
+ * stand for have: the pre-zero thread then starts at the first dirty free
+ * and keeps cold blocks, instead of waiting until its work pays
+ * (src/prezero_start.c). Exits on failure. */
+static inline void hz_test_have_a_thread(void)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+
+	if (pthread_attr_init(&attr) != 0 || pthread_attr_setstacksize(&attr, 64 << 10) != 0 ||
+	    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) != 0 ||
+	    pthread_create(&t, &attr, hz_test_parked, NULL) != 0) {
+		fprintf(stderr, "could not start a thread\n");
+		exit(1);
+	}
+	pthread_attr_destroy(&attr);
 }
 
 #endif /* HZ_TESTS_UTIL_H */

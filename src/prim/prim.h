@@ -177,6 +177,11 @@ int hz_prim_thread_start(void *(*fn)(void *), void *arg, size_t stack_size);
 /* The calling thread's kernel id (gettid). */
 int hz_prim_gettid(void);
 
+/* Whether the C library still takes the process for single-threaded
+ * (glibc's __libc_single_threaded: false from the first pthread_create on,
+ * for good). */
+bool hz_prim_single_threaded(void);
+
 /* Give the calling thread a file table of its own, holding none of the
  * program's files but stderr when keep_stderr (for its messages). The
  * kernel takes a lock and two atomic counts on every read, write and lseek

@@ -8,6 +8,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -61,6 +62,11 @@ int hz_prim_futex_wake(int *word, int count)
 	ret = ret == -1 ? -errno : ret;
 	errno = saved;
 	return (int)ret;
+}
+
+bool hz_prim_single_threaded(void)
+{
+	return __libc_single_threaded;
 }
 
 int hz_prim_gettid(void)

@@ -277,6 +277,7 @@ int main(int argc, char **argv)
 	};
 
 	hz_test_library_options();
+	hz_test_have_a_thread();
 	__atomic_store_n(&hz_prezero_test_hook, hook, __ATOMIC_RELEASE);
 	if (argc > 1)
 		cmocka_set_test_filter(argv[1]);

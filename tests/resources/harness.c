@@ -1,5 +1,6 @@
 /* See harness.h. */
 #include "harness.h"
+#include "../util.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -20,6 +21,7 @@ int res_scenario_main(int argc, char **argv, const struct scenario *list)
 	if (argc != 3 || strcmp(argv[1], "--scenario") != 0)
 		return -1;
 	alarm(SCENARIO_ALARM_S);
+	hz_test_have_a_thread();
 	for (; list->name; list++)
 		if (strcmp(list->name, argv[2]) == 0)
 			return list->run();

@@ -1,0 +1,132 @@
+/* When the pre-zero thread runs: started once its work pays, stopped for
+ * unshare and setns. See prezero.h.
+ *
+ * A second thread changes a program for good, even asleep: glibc marks the
+ * process multi-threaded at the first pthread_create and never unmarks it,
+ * so from then on malloc takes its arena lock, stdio its stream locks and
+ * libstdc++ its atomic reference counts (clang -O2 under the preload ran
+ * 8% slower than under glibc with the thread started by its two large
+ * frees, 2% faster with HUGEZERO_DISABLE=1). So in a program that has no
+ * thread of its own the thread starts only when its work pays:
+ *  - at the free of a dirty block of a size class that shows reuse (the
+ *    cache's warm classes): its next calloc is served pre-zeroed;
+ *  - at a large request once a range the promoter tracks has waited
+ *    HUGEZERO_COLLAPSE_DELAY_MS, which no collapse comes before.
+ * Until then a cold free goes back at once, as glibc's munmap, and calloc
+ * zeroes what it reuses. A program with threads of its own pays those
+ * locks already: there the thread starts at the first dirty free or
+ * tracked range, as before.
+ *
+ * What a program can only do while single-threaded is unshare(CLONE_NEWUSER)
+ * and setns into a user or mount namespace (EINVAL otherwise): the preload
+ * interposes unshare and setns (src/preload/ns.c) and stops the thread
+ * first; the next free starts it again. Programs that make the system call
+ * directly are not seen (README, "Containers"). */
+#include "prezero.h"
+
+#include <errno.h>
+
+#include "config.h"
+#include "log.h"
+#include "prezero_impl.h"
+#include "prim/os.h"
+#include "prim/prim.h"
+#include "sizes.h"
+
+#define THREAD_STACK ((size_t)256 << 10)
+
+/* The oldest range the promoter tracks while the thread does not run (ns;
+ * 0: none). */
+static uint64_t promotion_waits_since;
+
+/* Detached and never joined: exit() ends it wherever it is, so it never
+ * delays exit. */
+static void start_thread(void)
+{
+	if (__atomic_exchange_n(&pz_thread_started, 1, __ATOMIC_ACQ_REL))
+		return;
+	if (hz_prim_thread_start(hz_pz_main, NULL, THREAD_STACK) != 0) {
+		hz_info("could not start the pre-zero thread; calloc zeroes instead");
+		__atomic_store_n(&pz_thread_failed, 1, __ATOMIC_RELEASE);
+	}
+}
+
+/* 1 s: the thread leaves at its next unit or wake-up, microseconds on a
+ * free core; the caller sleeps meanwhile, so even at idle priority it gets
+ * the CPU. */
+#define STOP_WAIT_NS 1000000000ull
+
+int hz_prezero_stop(void)
+{
+	uint64_t deadline;
+	int id;
+
+	if (!__atomic_load_n(&pz_thread_started, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&pz_thread_failed, __ATOMIC_ACQUIRE))
+		return 0;
+	__atomic_store_n(&pz_stop, 1, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&pz_wake_seq, 1, __ATOMIC_SEQ_CST);
+	hz_prim_futex_wake(&pz_wake_seq, 1);
+	if (!hz_prezero_wait(&pz_exited, ~0, 1, STOP_WAIT_NS))
+		return -EBUSY; /* it ends later: stop stays set */
+	/* Out of its loop; now out of the kernel's thread group. */
+	id = __atomic_load_n(&pz_tid, __ATOMIC_ACQUIRE);
+	deadline = hz_prim_now_ns() + STOP_WAIT_NS;
+	while (!hz_os_thread_gone(id) && hz_prim_now_ns() < deadline)
+		hz_prim_sleep_ns(20000);
+	__atomic_store_n(&pz_tid, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&pz_exited, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&pz_stop, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&pz_thread_started, 0, __ATOMIC_RELEASE);
+	return 0;
+}
+
+void hz_prezero_start(void)
+{
+	if (!__atomic_load_n(&pz_thread_started, __ATOMIC_ACQUIRE))
+		start_thread();
+}
+
+void hz_prezero_wake(void)
+{
+	if (!__atomic_load_n(&pz_thread_started, __ATOMIC_ACQUIRE)) {
+		start_thread();
+		return;
+	}
+	__atomic_add_fetch(&pz_wake_seq, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&pz_sleeping, __ATOMIC_SEQ_CST))
+		hz_prim_futex_wake(&pz_wake_seq, 1);
+}
+
+
+bool hz_prezero_welcome(void)
+{
+	return __atomic_load_n(&pz_thread_started, __ATOMIC_ACQUIRE) ||
+	       !hz_prim_single_threaded();
+}
+
+void hz_prezero_start_for_promotion(uint64_t since)
+{
+	uint64_t w = __atomic_load_n(&promotion_waits_since, __ATOMIC_RELAXED);
+
+	if (hz_prezero_welcome()) {
+		hz_prezero_start();
+		return;
+	}
+	while ((w == 0 || since < w) &&
+	       !__atomic_compare_exchange_n(&promotion_waits_since, &w, since, false,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	hz_prezero_poke();
+}
+
+void hz_prezero_poke(void)
+{
+	uint64_t w = __atomic_load_n(&promotion_waits_since, __ATOMIC_RELAXED);
+	uint64_t delay = hz_config()->collapse_delay_ms * HZ_NS_PER_MS;
+
+	if (w != 0 && hz_prim_now_ns() - w >= delay) {
+		__atomic_store_n(&promotion_waits_since, 0, __ATOMIC_RELAXED);
+		hz_prezero_start();
+	}
+}

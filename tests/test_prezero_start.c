@@ -1,0 +1,65 @@
+/* When the pre-zero thread starts (src/prezero_start.c), in a program with
+ * no thread of its own: a cold free starts none and goes back at once (the
+ * next request of its size is a miss, as under glibc); that miss shows the
+ * size is reused, so the next free is kept and starts the thread, and the
+ * request after it is a hit. The order matters: the process is
+ * single-threaded only until the thread starts. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/single_threaded.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "prezero.h"
+#include "prezero_impl.h"
+#include "recycle.h"
+#include "stats.h"
+
+#define LEN ((size_t)8 << 20)
+
+static void *dirty_block(void)
+{
+	void *p;
+
+	assert_int_equal(hz_recycle_alloc(LEN, 0, false, &p), 0);
+	memset(p, 3, LEN);
+	return p;
+}
+
+static bool thread_started(void)
+{
+	return __atomic_load_n(&pz_thread_started, __ATOMIC_ACQUIRE) != 0;
+}
+
+static void single_threaded_program_learns_reuse_before_starting_the_thread(void **state)
+{
+	uint64_t misses, hits;
+
+	(void)state;
+	if (!__libc_single_threaded || hz_prezero_mode() != HZ_PREZERO_OPT_THREAD) {
+		print_message("skipped: not single-threaded, or HUGEZERO_PREZERO is not thread\n");
+		skip();
+	}
+	hz_recycle_free(dirty_block());
+	assert_false(thread_started());
+	assert_true(__libc_single_threaded);
+	misses = hz_stats.cache_misses;
+	hz_recycle_free(dirty_block()); /* a miss: the first block went back */
+	assert_int_equal(hz_stats.cache_misses, misses + 1);
+	assert_true(thread_started()); /* the size is reused: kept, for the thread */
+	hits = hz_stats.cache_hits;
+	hz_recycle_free(dirty_block());
+	assert_int_equal(hz_stats.cache_hits, hits + 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(single_threaded_program_learns_reuse_before_starting_the_thread),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
