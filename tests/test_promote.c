@@ -171,16 +171,18 @@ static void program_nohugepage_range_is_never_collapsed(void **state)
 	munmap(p, len);
 }
 
+/* What spin_cpu adds up, so that the loop is not optimised away. */
+static volatile uint64_t spin_sink;
+
 /* Burn about ms of this thread's CPU time. */
 static void spin_cpu(unsigned ms)
 {
 	struct timespec t0, t;
-	volatile uint64_t sink = 0;
 
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
 	do {
 		for (int i = 0; i < 100000; i++)
-			sink += (uint64_t)i;
+			spin_sink += (uint64_t)i;
 		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
 	} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
 }
