@@ -119,7 +119,8 @@ static inline bool hz_test_mincore_sees_holes(void)
 	return sees;
 }
 
-/* A thread that only sleeps, on a 64 KiB stack. */
+/* A thread that only sleeps, on a 256 KiB stack (at least PTHREAD_STACK_MIN:
+ * 128 KiB on arm64). */
 static inline void *hz_test_parked(void *arg)
 {
 	(void)arg;
@@ -137,7 +138,7 @@ static inline void hz_test_have_a_thread(void)
 	pthread_attr_t attr;
 	pthread_t t;
 
-	if (pthread_attr_init(&attr) != 0 || pthread_attr_setstacksize(&attr, 64 << 10) != 0 ||
+	if (pthread_attr_init(&attr) != 0 || pthread_attr_setstacksize(&attr, 256 << 10) != 0 ||
 	    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) != 0 ||
 	    pthread_create(&t, &attr, hz_test_parked, NULL) != 0) {
 		fprintf(stderr, "could not start a thread\n");
