@@ -98,7 +98,6 @@ void hz_prezero_wake(void)
 		hz_prim_futex_wake(&pz_wake_seq, 1);
 }
 
-
 bool hz_prezero_welcome(void)
 {
 	return __atomic_load_n(&pz_thread_started, __ATOMIC_ACQUIRE) ||
