@@ -230,34 +230,65 @@ static void single_thread_sequence_keeps_contents(void **state)
  * they give no ordering, so ThreadSanitizer still sees every race inside
  * the recycler. A slot is cleared before its block is freed and set after
  * a block is handed out; the recycler's lock orders a free before the
- * reuse, so a stale entry can only mean a block handed out twice. */
-struct shared_range {
-	uintptr_t start, end;
+ * reuse, so a stale entry can only mean a block handed out twice.
+ *
+ * An entry is one word, its block's pages: two words (start, end) could be
+ * read torn, the start of a block the owner has since freed with the end
+ * of the one it holds now, a range it never held (CI once failed on one,
+ * 30 MiB long, larger than any block here). Pages are exact for
+ * hugezero's blocks, which are whole pages; the next allocator's small
+ * blocks may share a page, so two of them are not compared. */
+#define LIVE_PAGE_SHIFT 12
+#define LIVE_COUNT_BITS 27 /* pages in a block: up to 512 GiB */
+#define LIVE_PAGE_BITS (64 - LIVE_COUNT_BITS - 1)
+
+static uint64_t live[THREADS][THREAD_SLOTS];
+
+struct live_pages {
+	uint64_t first, count;
+	bool small;
 };
 
-static struct shared_range live[THREADS][THREAD_SLOTS];
-
-static void publish(struct shared_range *e, const struct slot *s)
+static uint64_t live_word(const struct slot *s)
 {
-	uintptr_t start = s->p ? (uintptr_t)s->p : 0;
+	uint64_t first = (uintptr_t)s->p >> LIVE_PAGE_SHIFT;
+	uint64_t last = ((uintptr_t)s->p + s->size - 1) >> LIVE_PAGE_SHIFT;
 
-	__atomic_store_n(&e->start, start, __ATOMIC_RELAXED);
-	__atomic_store_n(&e->end, s->p ? start + s->size : 0, __ATOMIC_RELAXED);
+	if (s->p == NULL || s->size == 0)
+		return 0;
+	if (first >> LIVE_PAGE_BITS || (last - first + 1) >> LIVE_COUNT_BITS)
+		fail_msg("block %p (%zu bytes) does not fit the live table", (void *)s->p,
+			 s->size);
+	return first << (LIVE_COUNT_BITS + 1) | (last - first + 1) << 1 | (s->size < THRESHOLD);
+}
+
+static struct live_pages live_pages(uint64_t w)
+{
+	return (struct live_pages){ .first = w >> (LIVE_COUNT_BITS + 1),
+				    .count = (w >> 1) & ((1ull << LIVE_COUNT_BITS) - 1),
+				    .small = w & 1 };
+}
+
+static void publish(uint64_t *e, const struct slot *s)
+{
+	__atomic_store_n(e, live_word(s), __ATOMIC_RELAXED);
 }
 
 static void check_unshared(unsigned self, unsigned slot, const struct slot *s)
 {
-	uintptr_t a = (uintptr_t)s->p, b = a + s->size;
+	struct live_pages a = live_pages(live_word(s));
 
 	for (unsigned t = 0; t < THREADS; t++) {
 		for (unsigned i = 0; i < THREAD_SLOTS; i++) {
-			uintptr_t c = __atomic_load_n(&live[t][i].start, __ATOMIC_RELAXED);
-			uintptr_t d = __atomic_load_n(&live[t][i].end, __ATOMIC_RELAXED);
+			uint64_t w = __atomic_load_n(&live[t][i], __ATOMIC_RELAXED);
+			struct live_pages b = live_pages(w);
 
-			if ((t != self || i != slot) && c && a < d && c < b)
+			if ((t != self || i != slot) && w && !(a.small && b.small) &&
+			    a.first < b.first + b.count && b.first < a.first + a.count)
 				fail_msg("thread %u got %p (%zu bytes) while thread %u holds "
-					 "[%#lx, %#lx)", self, (void *)s->p, s->size, t,
-					 (unsigned long)c, (unsigned long)d);
+					 "pages [%#llx, %#llx)", self, (void *)s->p, s->size, t,
+					 (unsigned long long)(b.first << LIVE_PAGE_SHIFT),
+					 (unsigned long long)((b.first + b.count) << LIVE_PAGE_SHIFT));
 		}
 	}
 }
