@@ -77,7 +77,10 @@ void hz_prezero_share_help(void)
 	int w = SHARE_OPEN;
 	size_t written;
 
-	if (__atomic_load_n(&share.state, __ATOMIC_ACQUIRE) != SHARE_OPEN ||
+	/* One kept block at a time: one left while another waits for a job
+	 * slot would take its place, and the first would be lost for good. */
+	if (__atomic_load_n(&keeping, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&share.state, __ATOMIC_ACQUIRE) != SHARE_OPEN ||
 	    !__atomic_compare_exchange_n(&share.state, &w, SHARE_OPEN | SHARE_HELPER, false,
 					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return;
