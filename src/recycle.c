@@ -71,8 +71,11 @@ static int from_cache(size_t size, size_t align, bool zero, struct hz_cache_batc
 		hz_cache_decay(c, now, b);
 		i = hz_cache_pick(c, size, align, zero, dirty_ok);
 		/* calloc: a clean span first, else the one the thread has
-		 * partly zeroed, else a dirty one. */
-		if (zero && may_claim && (i < 0 || !c->entries[i].clean) &&
+		 * partly zeroed, else a dirty one. malloc: any span of the
+		 * table, else the one being zeroed: waiting for the thread's
+		 * unit beats faulting in a fresh block (numpy's malloc after
+		 * each free missed while the thread zeroed that very block). */
+		if (may_claim && (i < 0 || (zero && !c->entries[i].clean)) &&
 		    hz_prezero_claimable(size, align)) {
 			/* A hit, counted before the claim leaves the guard;
 			 * its time since the free is the thread's to know. */
