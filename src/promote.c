@@ -11,11 +11,8 @@
  *
  * Density. A range is split into at most SEG_MAX segments of whole 2 MiB
  * pages (one 2 MiB page each for ranges up to 512 MiB). A segment is
- * collapsed only when every 2 MiB page in it has at most DENSE_MISSING
- * 4 KiB pages not resident (mincore), so a collapse adds at most 6% to the
- * RSS of what it collapses, and a sparse table (a page in every few MiB:
- * tests/hostile/sparse.c, xz's match finder) is never collapsed. A segment
- * collapsed is marked and never looked at again.
+ * collapsed only when every 2 MiB page in it is dense (promote_density.h).
+ * A segment collapsed is marked and never looked at again.
  *
  * Limits. mincore reads only page tables; MADV_COLLAPSE allocates a huge
  * page (on this kind of VM a fresh one faults at about 1 GB/s), copies 2
@@ -45,6 +42,7 @@
 #include "cpu/relax.h"
 #include "log.h"
 #include "prezero.h"
+#include "promote_density.h"
 #include "promote_share.h"
 #include "prim/memory.h"
 #include "prim/os.h"
@@ -57,16 +55,9 @@
 #define SLOTS 512
 /* Segments per range: a bit each in the range's done mask. */
 #define SEG_MAX 256
-/* 2 MiB pages per segment at most (8 GiB): larger ranges (above 2 TiB) are
- * not tracked; the stack holds a count per page of one segment. */
-#define SEG_HP_MAX 4096
-#define HP_PAGES (HZ_SZ_2M / HZ_SZ_4K)
-/* 32 of 512 pages (6%) may be missing from a dense 2 MiB page: random
- * updates fill a table's pages unevenly, and requiring all 512 would leave
- * a 4 GiB table touched 5 M times almost entirely on 4 KiB pages (each page
- * resident with probability 0.993, all 512 of a range with 0.03). None
- * under a memory limit (not run there at all today: promote.h). */
-#define DENSE_MISSING 32
+/* 2 MiB pages per segment at most (8 GiB), as many as one density call
+ * takes: larger ranges (above 2 TiB) are not tracked. */
+#define SEG_HP_MAX HZ_PROMOTE_DENSE_MAX
 #define SCAN_MAX ((size_t)1 << 30)     /* 1 GiB of mincore per tick, ~1 ms */
 #define COLLAPSE_MAX 64                /* 128 MiB per tick at most */
 #define TICK_BUDGET_NS 20000000ull     /* 20 ms of collapsing per tick */
@@ -357,43 +348,6 @@ struct budget {
 	bool worked;  /* something was collapsed */
 };
 
-struct density {
-	uintptr_t start;
-	uint16_t *missing; /* per 2 MiB page */
-};
-
-static void count_missing(void *ctx, struct hz_range run, bool resident)
-{
-	struct density *d = ctx;
-
-	if (resident)
-		return;
-	for (uintptr_t a = run.start; a < run.end;) {
-		uintptr_t page_end = hz_align_down(a, HZ_SZ_2M) + HZ_SZ_2M;
-		uintptr_t to = page_end < run.end ? page_end : run.end;
-
-		d->missing[(a - d->start) / HZ_SZ_2M] += (uint16_t)((to - a) / HZ_SZ_4K);
-		a = to;
-	}
-}
-
-/* Whether every 2 MiB page of [start, start + n pages) is dense. -ENOMEM:
- * a hole (the range is not all mapped). */
-static int dense(uintptr_t start, size_t n, bool *yes)
-{
-	uint16_t missing[SEG_HP_MAX];
-	struct density d = { start, missing };
-	int ret;
-
-	for (size_t i = 0; i < n; i++)
-		missing[i] = 0;
-	ret = hz_prim_residency(start, n * HZ_SZ_2M, count_missing, &d);
-	*yes = ret == 0;
-	for (size_t i = 0; i < n && *yes; i++)
-		*yes = missing[i] <= DENSE_MISSING;
-	return ret == -ENOMEM ? ret : 0;
-}
-
 /* The range is given up: it stays on 4 KiB pages. */
 static void give_up(struct slot *s, int err)
 {
@@ -451,7 +405,7 @@ static bool do_segment(struct slot *s, uint32_t i, struct budget *b)
 	bool yes;
 
 	b->scanned += n * HZ_SZ_2M;
-	if (dense(seg, n, &yes) != 0) {
+	if (hz_promote_dense(seg, n, &yes) != 0) {
 		if (s->kind == HZ_PROMOTE_MMAP)
 			give_up(s, -ENOMEM); /* unmapped behind our back */
 		return false;
