@@ -174,14 +174,23 @@ int hz_prim_lower_thread_priority(void)
 	return (int)SYSCALL(SYS_setpriority, PRIO_PROCESS, tid, 19);
 }
 
+/* A kernel without CONFIG_ANON_VMA_NAME (or before 5.17) answers EINVAL
+ * to every name: asked once, not at every block. */
+static int anon_name_refused;
+
 int hz_prim_name_mapping(void *addr, size_t len, const char *name)
 {
 	int err = hz_prim_fault(HZ_CALL_PRCTL, PR_SET_VMA_ANON_NAME, len);
 
 	if (err)
 		return err;
-	return (int)SYSCALL(SYS_prctl, PR_SET_VMA, PR_SET_VMA_ANON_NAME,
-			    (unsigned long)addr, len, (unsigned long)name);
+	if (__atomic_load_n(&anon_name_refused, __ATOMIC_RELAXED))
+		return -EINVAL;
+	err = (int)SYSCALL(SYS_prctl, PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)addr, len,
+			   (unsigned long)name);
+	if (err == -EINVAL)
+		__atomic_store_n(&anon_name_refused, 1, __ATOMIC_RELAXED);
+	return err;
 }
 
 int hz_prim_read_process(pid_t pid, uint64_t addr, void *buf, size_t len)
