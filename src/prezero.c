@@ -20,8 +20,9 @@
  *    exactly one of them wins. The thread fills free slots. It zeroes one
  *    span at a time (ZEROING), then marks it DONE; whoever enters the table
  *    next puts DONE spans back. A calloc claims the span being zeroed
- *    (ZEROING -> CLAIMED); the thread stops at its next unit and hands it
- *    over (CLAIMED -> HANDED); the calloc waits for that with a deadline and
+ *    (ZEROING -> CLAIMED), and so does a malloc that finds no other span
+ *    of its size; the thread stops at its next unit and hands it over
+ *    (CLAIMED -> HANDED); the caller waits for that with a deadline and
  *    withdraws when late (CLAIMED -> ZEROING), then looks elsewhere.
  *  - Decay. Its turn also takes spans idle too long out of the table; it
  *    gives their memory back outside it (hz_prim_decommit, no lock) and
