@@ -246,8 +246,11 @@ static void malloc_takes_the_span_being_zeroed(void **state)
 	memset(p, DIRTY, size);
 	arm(HZ_PREZERO_AT_UNIT);
 	hz_preload_free(p);
-	if (!wait_held(5000000000ull))
-		skip(); /* idle priority: it never got a CPU; nothing to test */
+	if (!wait_held(5000000000ull)) {
+		/* idle priority: it never got a CPU; nothing to test */
+		print_message("skipped: the pre-zero thread never started zeroing in 5 s\n");
+		skip();
+	}
 	hits = hz_stats.cache_hits;
 	misses = hz_stats.cache_misses;
 	abandoned = hz_stats.takeovers_abandoned;
