@@ -118,7 +118,7 @@ void hz_cache_init(struct hz_cache *c, uint64_t decay_ns, struct hz_cache_budget
 	c->flush = flush;
 	c->adapt = false;
 	c->probe_bytes = 0;
-	c->hold_probes = true;
+	c->hold_probes = NULL;
 	for (unsigned k = 0; k < HZ_CACHE_CLASSES; k++)
 		c->classes[k] = (struct hz_cache_class){ 0 };
 }
@@ -287,7 +287,7 @@ static void add_entry(struct hz_cache *c, struct hz_cache_entry e, struct hz_cac
 	}
 	/* Probes share PROBE_MAX: a larger span goes (every one, when probes
 	 * are not held), else the oldest make room. */
-	if (e.probe && (bytes > PROBE_MAX || !c->hold_probes)) {
+	if (e.probe && (bytes > PROBE_MAX || (c->hold_probes && !c->hold_probes()))) {
 		let_go(c, &e, b);
 		return;
 	}
@@ -303,9 +303,9 @@ static void add_entry(struct hz_cache *c, struct hz_cache_entry e, struct hz_cac
 	account(c, &e, true);
 }
 
-void hz_cache_hold_probes(struct hz_cache *c, bool on)
+void hz_cache_hold_probes(struct hz_cache *c, bool (*hold)(void))
 {
-	c->hold_probes = on;
+	c->hold_probes = hold;
 }
 
 bool hz_cache_class_warm(struct hz_cache *c, size_t bytes)

@@ -130,9 +130,9 @@ struct hz_cache {
 	 * decay_ns, as long as the budget has room. */
 	bool adapt;
 	size_t probe_bytes; /* of entries with probe set */
-	/* Probes kept at all: off while nobody would give them back in time
-	 * (hz_cache_hold_probes). */
-	bool hold_probes;
+	/* Whether probes are kept at all, asked as one enters the table (NULL:
+	 * always; hz_cache_hold_probes). */
+	bool (*hold_probes)(void);
 	struct hz_cache_class classes[HZ_CACHE_CLASSES];
 	/* Called with a full batch, with the table still held (rare: an
 	 * eviction run over many small spans), to release its spans at once
@@ -146,10 +146,11 @@ void hz_cache_init(struct hz_cache *c, uint64_t decay_ns, struct hz_cache_budget
 /* Size stays and the cache from observed reuse (cache.c), or not. */
 void hz_cache_adapt(struct hz_cache *c, bool on);
 
-/* Keep probes (cold spans, cache.c) for their short stay, or let them go
- * at their free, as glibc's munmap would (no thread to give them back
- * later). Either way a miss soon after counts as a reuse let go. */
-void hz_cache_hold_probes(struct hz_cache *c, bool on);
+/* Who says, as a probe (a cold span, cache.c) enters the table, whether it
+ * is kept for its short stay or let go at once, as glibc's munmap would
+ * (no thread to give it back later). Either way a miss soon after counts
+ * as a reuse let go. NULL: always kept. */
+void hz_cache_hold_probes(struct hz_cache *c, bool (*hold)(void));
 
 /* Whether spans of bytes' size class stay on evidence of reuse: without
  * adapt, every span does. */

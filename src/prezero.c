@@ -113,6 +113,7 @@ void hz_pz_init_cache(void)
 {
 	hz_cache_init(&pz_cache, hz_cache_policy()->decay_ns, hz_cache_budget(), hz_prezero_release);
 	hz_cache_adapt(&pz_cache, hz_cache_policy()->adapt);
+	hz_cache_hold_probes(&pz_cache, hz_prezero_holds_probes);
 }
 
 bool hz_prezero_wait(int *word, int mask, int want, uint64_t ns)

@@ -43,6 +43,11 @@ void hz_prezero_start(void);
  * the program has threads of its own (prezero_start.c says why). */
 bool hz_prezero_welcome(void);
 
+/* Whether the cache keeps a cold span for its short stay (cache.h's
+ * hz_cache_hold_probes): not while the thread that would give it back in
+ * time does not run and is not welcome yet. */
+bool hz_prezero_holds_probes(void);
+
 /* The promoter tracks a range since then (promote.h): the thread starts
  * now when welcome, else once the oldest such range has waited the
  * collapse delay, at this call or a later hz_prezero_poke. */

@@ -105,6 +105,7 @@ void hz_prezero_fork_child(void)
 		hz_cache_budget_charge(pz_cache.budget, 0, used < pz_cache.bytes ? used : pz_cache.bytes);
 		hz_cache_init(&pz_cache, pz_cache.decay_ns, pz_cache.budget, hz_prezero_release);
 		hz_cache_adapt(&pz_cache, hz_cache_policy()->adapt);
+		hz_cache_hold_probes(&pz_cache, hz_prezero_holds_probes);
 	}
 	fork_child_jobs();
 	if (hz_prezero_share_fork_child(&kept))

@@ -104,6 +104,11 @@ bool hz_prezero_welcome(void)
 	       !hz_prim_single_threaded();
 }
 
+bool hz_prezero_holds_probes(void)
+{
+	return hz_prezero_mode() != HZ_PREZERO_OPT_THREAD || hz_prezero_welcome();
+}
+
 void hz_prezero_start_for_promotion(uint64_t since)
 {
 	uint64_t w = __atomic_load_n(&promotion_waits_since, __ATOMIC_RELAXED);

@@ -239,10 +239,9 @@ void hz_recycle_free(void *p)
 		return;
 	}
 	hz_cache_decay(c, e.idle_since, &b);
-	/* No thread to give a probe back in time: a cold free goes back at
-	 * once; one of a class that shows reuse is kept, and the thread
-	 * starts for it (prezero_start.c). */
-	hz_cache_hold_probes(c, thread ? hz_prezero_welcome() : true);
+	/* A cold free goes back at once while no thread would give it back
+	 * in time (hz_prezero_holds_probes); one of a class that shows reuse
+	 * is kept, and the thread starts for it (prezero_start.c). */
 	hz_cache_put(c, e, &b);
 	warm = hz_cache_class_warm(c, hz_span_bytes(&e.span));
 	hz_prezero_leave();
