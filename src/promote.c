@@ -73,6 +73,13 @@
 /* A range whose collapse failed this often for transient reasons is left
  * on 4 KiB pages. */
 #define FAILURES_MAX 8
+/* EINVAL refuses one 2 MiB page, not the range: a page that a VMA
+ * boundary cuts. numpy advises MADV_HUGEPAGE on every large array from its
+ * pointer's next page on, which splits the block's VMA inside its first
+ * 2 MiB: that page is refused, the next ones collapse (bench/RESULTS.md,
+ * "Sixth session"). A range refused this often is refused as a whole
+ * (flags on all of it) and left on 4 KiB pages. */
+#define REFUSED_MAX 2
 /* A forget waits at most 2 ms for a collapse in flight (one 2 MiB collapse
  * takes 0.1-2 ms here); past it the program's munmap goes ahead. */
 #define FORGET_WAIT_NS 2000000ull
@@ -86,8 +93,9 @@ struct slot {
 	uint32_t word;
 	uint8_t kind;
 	bool done;       /* nothing left to do: every segment collapsed, or given up */
-	bool whole;      /* every segment collapsed */
+	bool whole;      /* every segment found dense and collapsed (or refused) */
 	uint16_t failures;
+	uint16_t refused; /* 2 MiB pages refused (EINVAL), left on 4 KiB pages */
 	uintptr_t start;
 	size_t len;      /* whole 2 MiB pages */
 	uint64_t since;  /* tracked at (ns) */
@@ -315,7 +323,7 @@ void hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind)
 	}
 	s->kind = (uint8_t)kind;
 	s->done = s->whole = false;
-	s->failures = 0;
+	s->failures = s->refused = 0;
 	__atomic_store_n(&s->start, start, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->len, hp * HZ_SZ_2M, __ATOMIC_RELAXED);
 	s->seg_hp = seg_hp;
@@ -390,6 +398,8 @@ static bool collapse_one(struct slot *s, uintptr_t a, struct budget *b)
 		b->stop = b->backoff = true;
 		return false;
 	}
+	if (ret == -EINVAL && ++s->refused < REFUSED_MAX)
+		return true; /* this page stays on 4 KiB pages; on to the next */
 	give_up(s, ret);
 	return false;
 }
@@ -457,7 +467,9 @@ static void work_on(struct slot *s, struct budget *b)
 	for (k = 0; k < s->nseg; k++)
 		if (!(s->seg_done[k / 64] & (1ull << (k % 64))))
 			return;
-	s->whole = true;
+	s->whole = true; /* every segment dense, refused pages too */
+	if (s->refused > 0)
+		hz_stats_add(promote_left_4k, 1);
 	__atomic_store_n(&s->done, true, __ATOMIC_RELAXED);
 	if (s->kind == HZ_PROMOTE_BLOCK)
 		note_class(s);

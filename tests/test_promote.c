@@ -1,8 +1,9 @@
 /* Lazy huge pages (src/promote.h), with real THP: a fresh block starts on
- * 4 KiB pages; the pre-zero thread collapses it once written densely, never
- * a sparse one, never a range the program advised MADV_NOHUGEPAGE, and an
- * mmap range unmapped while it is being promoted leaves what is mapped
- * there next alone. Skips with the reason where THP is not in "madvise"
+ * 4 KiB pages; the pre-zero thread collapses it once written densely
+ * (around a 2 MiB page the program's own advice cut), never a sparse one,
+ * never a range the program advised MADV_NOHUGEPAGE, and an mmap range
+ * unmapped while it is being promoted leaves what is mapped there next
+ * alone. Skips with the reason where THP is not in "madvise"
  * mode or MADV_COLLAPSE is missing (before Linux 6.1). */
 #include <errno.h>
 #include <setjmp.h>
@@ -165,6 +166,38 @@ static void densely_written_block_is_collapsed_within_a_bounded_wait(void **stat
 	hz_recycle_free(p);
 }
 
+/* numpy advises MADV_HUGEPAGE on each large array from its pointer's next
+ * page on, which cuts the block's VMA inside its first 2 MiB page: that
+ * page is refused (EINVAL), the rest of the block is collapsed, and the
+ * range counts as left on 4 KiB pages in part. */
+static void page_cut_by_the_programs_advice_leaves_the_rest_collapsed(void **state)
+{
+	/* A size class of its own: a class collapsed whole gives its next
+	 * fresh block THP at once, which the promoter then leaves alone. */
+	size_t len = 12 * MiB;
+	uint64_t before, left = hz_stats.promote_left_4k;
+	char *p;
+
+	(void)state;
+	need_promotion();
+	hz_recycle_drain(); /* a fresh block, tracked */
+	before = collapsed_at_rest();
+	assert_int_equal(hz_recycle_alloc(len, 0, false, (void **)&p), 0);
+	/* As numpy does: the advice first, then the writes (the other way
+	 * round, the promoter may collapse the block before the cut). */
+	assert_int_equal(madvise(p + 4096, len - 4096, MADV_HUGEPAGE), 0);
+	memset(p, 6, len);
+	assert_true(wait_collapsed(before, len - 2 * MiB));
+	for (size_t i = 0; i < len; i += 4096)
+		assert_int_equal(p[i], 6); /* contents kept */
+	for (int i = 0; i < WAIT_TENTHS && hz_stats.promote_left_4k == left; i++) {
+		hz_promote_test_kick();
+		usleep(100000);
+	}
+	assert_true(hz_stats.promote_left_4k > left);
+	hz_recycle_free(p);
+}
+
 static void program_nohugepage_range_is_never_collapsed(void **state)
 {
 	size_t len = 8 * MiB;
@@ -294,6 +327,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sparse_block_stays_on_4k_pages),
 		cmocka_unit_test(densely_written_block_is_collapsed_within_a_bounded_wait),
+		cmocka_unit_test(page_cut_by_the_programs_advice_leaves_the_rest_collapsed),
 		cmocka_unit_test(program_nohugepage_range_is_never_collapsed),
 		cmocka_unit_test(range_unmapped_during_promotion_is_left_alone),
 		cmocka_unit_test(collapses_wait_for_the_programs_cpu_share),
