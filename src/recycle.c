@@ -16,6 +16,7 @@
 #include "prezero.h"
 #include "prim/memory.h"
 #include "prim/prim.h"
+#include "rotation.h"
 #include "stats.h"
 #include "zero.h"
 
@@ -49,6 +50,21 @@ static int zero_dirty(struct hz_span *span, size_t dirty)
 	return 0;
 }
 
+/* Inside the guard, for a calloc that would clear on its critical path:
+ * whether it maps the spare of a rotation instead (rotation.h), leaving
+ * the guard when it does; either way the calloc is noted. */
+static bool spare_instead(size_t size, uint64_t now)
+{
+	/* Only a thread clears the span left behind. */
+	if (hz_prezero_mode() != HZ_PREZERO_OPT_THREAD || !hz_rotation_wants_spare(size)) {
+		hz_rotation_served(size, now, HZ_ROT_CLEARS);
+		return false;
+	}
+	hz_rotation_served(size, now, HZ_ROT_OTHER);
+	hz_prezero_leave();
+	return true;
+}
+
 /* A span for the request from the table, or the one the thread is zeroing.
  * Returns 0 with it and its dirty bytes from the start, or -ENOENT: none
  * fits, or the guard was refused. */
@@ -56,7 +72,7 @@ static int from_cache(size_t size, size_t align, bool zero, struct hz_cache_batc
 		      struct hz_span *span, size_t *dirty)
 {
 	bool dirty_ok = !zero || hz_prezero_mode() != HZ_PREZERO_OPT_OFF;
-	bool may_claim = true, noted = false;
+	bool may_claim = true, noted = false, rotation_noted = !zero;
 	struct hz_cache *c;
 	uint64_t now;
 	int i;
@@ -82,6 +98,9 @@ static int from_cache(size_t size, size_t align, bool zero, struct hz_cache_batc
 			if (!noted)
 				hz_cache_note(c, size, now, true, 0, b);
 			noted = true;
+			if (!rotation_noted && spare_instead(size, now))
+				return -ENOENT;
+			rotation_noted = true;
 			if (hz_prezero_claim(span, dirty) == 0) /* leaves the guard */
 				return 0;
 			may_claim = false; /* too slow: another block */
@@ -91,6 +110,14 @@ static int from_cache(size_t size, size_t align, bool zero, struct hz_cache_batc
 	}
 	if (!noted)
 		hz_cache_note(c, size, now, i >= 0, i >= 0 ? c->entries[i].idle_since : 0, b);
+	if (!rotation_noted && i >= 0 && !c->entries[i].clean &&
+	    hz_rotation_freed_last(size, c->entries[i].span.range.start)) {
+		if (spare_instead(size, now))
+			return -ENOENT; /* the dirty span stays, for the thread */
+	} else if (!rotation_noted) {
+		hz_rotation_served(size, now,
+				   i >= 0 && c->entries[i].clean ? HZ_ROT_CLEAN : HZ_ROT_OTHER);
+	}
 	if (i < 0) {
 		hz_prezero_leave();
 		return -ENOENT;
@@ -236,6 +263,12 @@ void hz_recycle_free(void *p)
 	c = hz_prezero_enter(&b);
 	if (!c) {
 		hz_blocks_release_span(&e.span);
+		return;
+	}
+	if (hz_rotation_drops(hz_span_bytes(&e.span), e.span.range.start)) { /* a spare goes */
+		hz_cache_batch_put(c, &b, &e.span);
+		hz_prezero_leave();
+		hz_prezero_release(&b);
 		return;
 	}
 	hz_cache_decay(c, e.idle_since, &b);

@@ -1,0 +1,56 @@
+/* The two-block rotation, per size class (floor of log2 of the bytes).
+ *
+ * A program that frees a block and at once asks for one of its size again
+ * finds it mid-zeroing: its calloc takes the clear over (recycle.c), and
+ * the clear is on its critical path. With a second block of the size
+ * (a spare), each calloc gets the one the pre-zero thread cleared while the
+ * program wrote the other. The spare costs a block of memory and a fresh
+ * block's faults, and the thread's stores share the memory with the
+ * program's, so it does not always win. A class is therefore tried: after
+ * RUN callocs in a row that had to clear, the next maps a spare, and
+ * the time from one calloc of the class to the next (a median of RUN) with
+ * the spare, against that before it, decides whether the spare stays
+ * (rotation.c says by how much). A lost trial gives the spare back at the
+ * class's next free; a won one is checked again, without the spare, after
+ * twice as many callocs each time. Every call is made inside the cache's
+ * guard (prezero.h), which serialises them; calloc's only. */
+#ifndef HZ_ROTATION_H
+#define HZ_ROTATION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* How a calloc was served. */
+enum hz_rotation_served {
+	HZ_ROT_CLEARS, /* clears on its critical path: a dirty span, or the
+			* one the thread was zeroing, taken over */
+	HZ_ROT_CLEAN,  /* a clean span from the table */
+	HZ_ROT_OTHER,  /* a fresh block, the spare among them */
+};
+
+/* A calloc of size bytes that would clear on its critical path (a dirty
+ * span, or the one being zeroed): true when it should map a fresh block,
+ * the spare, instead, and leave the span to the thread. */
+bool hz_rotation_wants_spare(size_t size);
+
+/* A calloc of size bytes at now (ns) was served so. */
+void hz_rotation_served(size_t size, uint64_t now, enum hz_rotation_served how);
+
+/* A block of size bytes at start is being freed: true (once) when the
+ * class gives its spare back and this block is to be released, not
+ * cached. */
+bool hz_rotation_drops(size_t size, uintptr_t start);
+
+/* Whether the span at start is the block of size bytes freed last of its
+ * class: a calloc served it dirty right after its free, as in a tight
+ * cycle. (Many blocks freed in turn also leave dirty spans, which a spare
+ * does not help.) */
+bool hz_rotation_freed_last(size_t size, uintptr_t start);
+
+#ifdef HZ_TEST_CORE
+/* Tests: every class back to its first state. */
+void hz_rotation_test_reset(void);
+#endif
+
+#endif /* HZ_ROTATION_H */

@@ -1,0 +1,160 @@
+/* The two-block rotation (src/rotation.h): the trial's rules on a clock of
+ * the test's own, then a tight calloc cycle through the recycler, which
+ * must map a spare and hand out only zeroed memory throughout. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "../src/check.h" /* not tests/check.h, the CHECK macro */
+#include "recycle.h"
+#include "rotation.h"
+#include "stats.h"
+
+#define MiB ((size_t)1 << 20)
+#define MS 1000000ull
+#define SIZE (64 * MiB)
+#define RUN 8            /* rotation.c's */
+#define FIRST_RECHECK 256
+#define FIRST_RETRY 64
+
+static uint64_t clock_ns = 1000 * MS;
+
+/* One calloc of SIZE, period ms after the last, served so. */
+static void calloc_after(unsigned period_ms, enum hz_rotation_served how)
+{
+	clock_ns += period_ms * MS;
+	hz_rotation_served(SIZE, clock_ns, how);
+}
+
+/* RUN callocs that cleared, 5 ms apart, and the spare the next one asks. */
+static void start_trial(void)
+{
+	for (int i = 0; i < RUN; i++) {
+		assert_false(hz_rotation_wants_spare(SIZE));
+		calloc_after(5, HZ_ROT_CLEARS);
+	}
+	assert_true(hz_rotation_wants_spare(SIZE));
+	calloc_after(5, HZ_ROT_OTHER); /* the spare itself */
+	calloc_after(40, HZ_ROT_CLEAN); /* holds the spare's faults: not sampled */
+}
+
+/* Every class as at start, and SIZE's first calloc seen: a first calloc
+ * has no period. */
+static int reset(void **state)
+{
+	(void)state;
+	hz_rotation_test_reset();
+	calloc_after(5, HZ_ROT_OTHER);
+	return 0;
+}
+
+static void a_faster_cycle_keeps_the_spare_until_the_recheck(void **state)
+{
+	uint64_t trials = hz_stats.rotation_trials, lost = hz_stats.rotation_lost;
+
+	(void)state;
+	start_trial();
+	for (int i = 0; i < RUN; i++)
+		calloc_after(4, HZ_ROT_CLEAN); /* 0.8 of 5 ms */
+	assert_int_equal(hz_stats.rotation_trials, trials + 1);
+	assert_int_equal(hz_stats.rotation_lost, lost);
+	for (int i = 0; i < FIRST_RECHECK - 1; i++) {
+		assert_false(hz_rotation_drops(SIZE, 0x1000));
+		calloc_after(4, HZ_ROT_CLEAN);
+	}
+	/* The recheck: the spare goes at the next free, once. */
+	calloc_after(4, HZ_ROT_CLEAN);
+	assert_true(hz_rotation_drops(SIZE, 0x1000));
+	assert_false(hz_rotation_drops(SIZE, 0x1000));
+	/* A new trial follows the next run at once. */
+	start_trial();
+	assert_int_equal(hz_stats.rotation_trials, trials + 2);
+}
+
+static void a_cycle_no_faster_gives_the_spare_back_and_waits(void **state)
+{
+	uint64_t lost = hz_stats.rotation_lost;
+
+	(void)state;
+	start_trial();
+	for (int i = 0; i < RUN; i++)
+		calloc_after(i % 2 ? 5 : 4, HZ_ROT_CLEAN); /* median 5: not 5% faster */
+	assert_int_equal(hz_stats.rotation_lost, lost + 1);
+	assert_true(hz_rotation_drops(SIZE, 0x2000));
+	assert_false(hz_rotation_drops(SIZE, 0x2000));
+	/* The next trial waits FIRST_RETRY callocs, however long the run. */
+	for (int i = 0; i < FIRST_RETRY - 1; i++) {
+		calloc_after(5, HZ_ROT_CLEARS);
+		assert_false(hz_rotation_wants_spare(SIZE));
+	}
+	calloc_after(5, HZ_ROT_CLEARS);
+	assert_true(hz_rotation_wants_spare(SIZE));
+}
+
+static void a_broken_run_and_other_classes_start_no_trial(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 3 * RUN; i++) {
+		calloc_after(5, i % RUN == RUN - 1 ? HZ_ROT_OTHER : HZ_ROT_CLEARS);
+		assert_false(hz_rotation_wants_spare(SIZE));
+	}
+	for (int i = 0; i < RUN - 1; i++)
+		calloc_after(5, HZ_ROT_CLEARS);
+	/* A class of its own: 8 MiB's has seen nothing. */
+	assert_false(hz_rotation_wants_spare(8 * MiB));
+	calloc_after(5, HZ_ROT_CLEARS);
+	assert_true(hz_rotation_wants_spare(SIZE));
+}
+
+static void the_last_free_of_a_class_is_known(void **state)
+{
+	(void)state;
+	assert_false(hz_rotation_drops(SIZE, 0x40000000));
+	assert_true(hz_rotation_freed_last(SIZE, 0x40000000));
+	assert_true(hz_rotation_freed_last(SIZE + MiB, 0x40000000)); /* the same class */
+	assert_false(hz_rotation_freed_last(SIZE, 0x48000000));
+	assert_false(hz_rotation_freed_last(8 * MiB, 0x40000000));
+}
+
+/* calloc, write all, free, as a program's tight loop: the recycler maps a
+ * spare within the first cycles, and every block it hands out reads zero,
+ * the spare's and the one the thread cleared beside the program's writes. */
+static void tight_calloc_cycle_maps_a_spare_and_reads_zero(void **state)
+{
+	static const char zero[4096];
+	size_t len = 8 * MiB;
+	uint64_t trials = hz_stats.rotation_trials, lost = hz_stats.rotation_lost;
+
+	(void)state;
+	hz_recycle_drain();
+	for (int i = 0; i < 48; i++) {
+		char *p;
+
+		assert_int_equal(hz_recycle_alloc(len, 0, true, (void **)&p), 0);
+		for (size_t off = 0; off < len; off += sizeof zero)
+			assert_int_equal(memcmp(p + off, zero, sizeof zero), 0);
+		memset(p, i + 1, len);
+		hz_recycle_free(p);
+	}
+	print_message("# %llu spares tried, %llu given back\n",
+		      (unsigned long long)(hz_stats.rotation_trials - trials),
+		      (unsigned long long)(hz_stats.rotation_lost - lost));
+	assert_true(hz_stats.rotation_trials > trials);
+	hz_recycle_drain();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(a_faster_cycle_keeps_the_spare_until_the_recheck, reset),
+		cmocka_unit_test_setup(a_cycle_no_faster_gives_the_spare_back_and_waits, reset),
+		cmocka_unit_test_setup(a_broken_run_and_other_classes_start_no_trial, reset),
+		cmocka_unit_test_setup(the_last_free_of_a_class_is_known, reset),
+		cmocka_unit_test_setup(tight_calloc_cycle_maps_a_spare_and_reads_zero, reset),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
