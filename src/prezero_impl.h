@@ -1,6 +1,6 @@
-/* What prezero.c shares with prezero_fork.c and prezero_start.c: the guard, the table, the job
- * slots and the thread's flags. Internal to the pre-zero thread; the rest
- * of the library uses prezero.h. */
+/* What prezero.c shares with prezero_fork.c and prezero_start.c: the
+ * guard, the table, the job slots and the thread's flags. Internal to the
+ * pre-zero thread; the rest of the library uses prezero.h. */
 #ifndef HZ_PREZERO_IMPL_H
 #define HZ_PREZERO_IMPL_H
 

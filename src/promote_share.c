@@ -2,7 +2,7 @@
 #include "promote_share.h"
 
 #include "config.h"
-#include "prim/memory.h"
+#include "prim/prim.h"
 
 /* Written by the promoter, reset by a fork's child or a test: atomic. */
 static uint64_t spent_ns;

@@ -177,10 +177,3 @@ int hz_prim_probe_discard(struct hz_prim_discard *out);
  * userfaultfd-armed range holds missing pages). */
 int hz_prim_collapse(uintptr_t start, size_t len);
 
-/* CPU time the calling thread has used, in ns (0 when unreadable): what a
- * collapse cost, without the time the scheduler gave other threads. */
-uint64_t hz_prim_thread_cpu_ns(void);
-
-/* CPU time every thread of the process has used, in ns (0 when
- * unreadable): what the promoter's share is measured against. */
-uint64_t hz_prim_process_cpu_ns(void);

@@ -85,6 +85,14 @@ int hz_prim_address_space_used(uint64_t *bytes);
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t hz_prim_now_ns(void);
 
+/* CPU time the calling thread has used, in ns (0 when unreadable): what a
+ * collapse cost, without the time the scheduler gave other threads. */
+uint64_t hz_prim_thread_cpu_ns(void);
+
+/* CPU time every thread of the process has used, in ns (0 when
+ * unreadable): what the promoter's share is measured against. */
+uint64_t hz_prim_process_cpu_ns(void);
+
 /* Sleep about ns nanoseconds (less if a signal arrives). Never a
  * cancellation point. */
 void hz_prim_sleep_ns(uint64_t ns);

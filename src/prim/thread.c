@@ -1,5 +1,5 @@
-/* Threads: the one place hugezero starts one, and the futex its pre-zero
- * thread sleeps on. See prim.h. */
+/* Threads: the one place hugezero starts one, the futex its pre-zero
+ * thread sleeps on, and the CPU-time clocks. See prim.h. */
 #include "prim.h"
 #include "fault.h"
 #include "../sizes.h"
@@ -120,4 +120,24 @@ unsigned hz_prim_files_private(void)
 			       private_tid == hz_prim_gettid()
 		       ? n
 		       : 0;
+}
+
+static uint64_t cpu_ns(clockid_t clock)
+{
+	struct timespec ts;
+
+	/* No symbol of ours: clock_gettime is never interposed. */
+	if (clock_gettime(clock, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t hz_prim_thread_cpu_ns(void)
+{
+	return cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+uint64_t hz_prim_process_cpu_ns(void)
+{
+	return cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
 }
