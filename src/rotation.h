@@ -6,14 +6,15 @@
  * (a spare), each calloc gets the one the pre-zero thread cleared while the
  * program wrote the other. The spare costs a block of memory and a fresh
  * block's faults, and the thread's stores share the memory with the
- * program's, so it does not always win. A class is therefore tried: after
- * RUN callocs in a row that had to clear, the next maps a spare, and
- * the time from one calloc of the class to the next (a median of RUN) with
- * the spare, against that before it, decides whether the spare stays
- * (rotation.c says by how much). A lost trial gives the spare back at the
- * class's next free; a won one is checked again, without the spare, after
- * twice as many callocs each time. Every call is made inside the cache's
- * guard (prezero.h), which serialises them; calloc's only. */
+ * program's, so it does not always win. A class is therefore tried:
+ * after callocs in a row that had to clear (32 before the first trial, 8
+ * before a later one), the next maps a spare, and the time from one
+ * calloc of the class to the next (a median of 8) with the spare, against
+ * that before it, decides whether the spare stays (rotation.c says by how
+ * much). A lost trial gives the spare back at the class's next free; a won
+ * one is checked again, without the spare, after twice as many callocs
+ * each time. Every call is made inside the cache's guard (prezero.h),
+ * which serialises them; calloc's only. */
 #ifndef HZ_ROTATION_H
 #define HZ_ROTATION_H
 
