@@ -114,9 +114,18 @@ if ! grep -q 'HUGEZERO_CLEAR=avx512_nt cannot run here' "$dir/workload_avx512.er
 	failed=1
 fi
 
+# numpy runs with HUGEZERO_EXEC=off: with exec advise, Valgrind 3.19
+# aborts at python's first dlopen on its own assertion
+# (truncate_DebugInfoMapping_overlaps, debuginfo.c:914), from the read-only
+# mapping of the whole library that the exec code reads its header and
+# prewarms it through before ld.so maps it (src/exec/dlopen.c, prewarm.c).
+# Seen on this project's machine from 2026-12-02, with the library of the
+# runs that had passed too; numpy imports fine outside Valgrind. What this
+# run checks is the malloc family under Memcheck; the C workload above
+# keeps the exec default.
 numpy=1
 if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
-	run numpy -- /usr/bin/python3 -c '
+	run numpy HUGEZERO_EXEC=off -- /usr/bin/python3 -c '
 import numpy as np
 for i in range(3):
     a = np.ones(1 << 20)            # 8 MiB: malloc
