@@ -9,6 +9,8 @@
  * class, with the program's own cycle as the measure, rather than a rule. */
 #include "rotation.h"
 
+#include <string.h>
+
 #include "stats.h"
 
 /* Periods in each sample. */
@@ -38,18 +40,18 @@ enum state {
 };
 
 struct rot_class {
-	uint8_t state;
-	uint8_t n;          /* periods in sample */
-	bool tried;         /* a trial was made */
-	uint32_t run;       /* callocs in a row that cleared */
-	bool skip;          /* the next period holds the spare's first faults */
+	uint64_t last;        /* ns of the class's last calloc */
+	uintptr_t freed;      /* start of the class's last freed block */
+	uint32_t run;         /* callocs in a row that cleared */
+	uint32_t without;     /* median period without the spare */
+	uint32_t cycles;      /* callocs since the last change of state */
+	uint32_t recheck;     /* ON: callocs before the next check */
+	uint32_t retry;       /* WATCHING: callocs before the next trial */
 	uint32_t sample[RUN]; /* periods, microseconds */
-	uint32_t without;   /* median period without the spare */
-	uint32_t cycles;    /* callocs since the last change of state */
-	uint32_t recheck;   /* ON: callocs before the next check */
-	uint32_t retry;     /* WATCHING: callocs before the next trial */
-	uint64_t last;      /* ns of the class's last calloc */
-	uintptr_t freed;    /* start of the class's last freed block */
+	uint8_t state;
+	uint8_t n;            /* periods in sample */
+	bool tried;           /* a trial was made */
+	bool skip;            /* the next period holds the spare's first faults */
 };
 
 static struct rot_class classes[CLASSES];
@@ -65,13 +67,14 @@ static uint32_t median(const uint32_t *v, unsigned n)
 {
 	uint32_t s[RUN];
 
-	for (unsigned i = 0; i < n; i++) { /* insertion sort: n <= RUN */
-		unsigned j = i;
+	memcpy(s, v, n * sizeof(*s));
+	for (unsigned i = 1; i < n; i++) /* insertion sort: n <= RUN */
+		for (unsigned j = i; j > 0 && s[j - 1] > s[j]; j--) {
+			uint32_t t = s[j];
 
-		for (; j > 0 && s[j - 1] > v[i]; j--)
 			s[j] = s[j - 1];
-		s[j] = v[i];
-	}
+			s[j - 1] = t;
+		}
 	return s[n / 2];
 }
 
