@@ -7,6 +7,7 @@
 #include "cache.h"
 
 #include "range.h"
+#include "sizes.h"
 #include "stats.h"
 
 /* ---- stays from observed reuse ----
@@ -56,7 +57,7 @@
 
 static struct hz_cache_class *class_of(struct hz_cache *c, size_t bytes)
 {
-	unsigned k = bytes ? 63u - (unsigned)__builtin_clzll((unsigned long long)bytes) : 0;
+	unsigned k = hz_size_class(bytes);
 
 	return &c->classes[k < HZ_CACHE_CLASSES ? k : HZ_CACHE_CLASSES - 1];
 }

@@ -115,11 +115,6 @@ static unsigned rr; /* the promoter's next slot */
 /* Per power-of-two size class of blocks: the last one finished was dense. */
 static uint8_t class_dense[64];
 
-static unsigned log2_floor(size_t n)
-{
-	return n ? 63u - (unsigned)__builtin_clzll((unsigned long long)n) : 0;
-}
-
 bool hz_promote_enabled(void)
 {
 	return hz_config()->lazy_thp && hz_os()->thp.mode == HZ_THP_MADVISE &&
@@ -128,19 +123,19 @@ bool hz_promote_enabled(void)
 
 bool hz_promote_class_dense(size_t len)
 {
-	return __atomic_load_n(&class_dense[log2_floor(len)], __ATOMIC_RELAXED) != 0;
+	return __atomic_load_n(&class_dense[hz_size_class(len)], __ATOMIC_RELAXED) != 0;
 }
 
 /* A block range the promoter finished with is the evidence for its size
  * class: dense when collapsed whole. */
 static void note_class(const struct slot *s)
 {
-	__atomic_store_n(&class_dense[log2_floor(s->len)], s->whole, __ATOMIC_RELAXED);
+	__atomic_store_n(&class_dense[hz_size_class(s->len)], s->whole, __ATOMIC_RELAXED);
 }
 
 void hz_promote_class_used(size_t len)
 {
-	__atomic_store_n(&class_dense[log2_floor(len)], 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&class_dense[hz_size_class(len)], 0, __ATOMIC_RELAXED);
 }
 
 bool hz_promote_block_range(uintptr_t start)
@@ -188,7 +183,7 @@ static void slot_freed(struct ending e)
 	if (e.kind == HZ_PROMOTE_MMAP)
 		__atomic_sub_fetch(&mmap_count, 1, __ATOMIC_RELAXED);
 	else if (e.done)
-		__atomic_store_n(&class_dense[log2_floor(e.len)], e.whole, __ATOMIC_RELAXED);
+		__atomic_store_n(&class_dense[hz_size_class(e.len)], e.whole, __ATOMIC_RELAXED);
 }
 
 /* Free a live slot, or tell the promoter working on it to free it (dead).

@@ -11,6 +11,7 @@
 
 #include <string.h>
 
+#include "sizes.h"
 #include "stats.h"
 
 /* Periods in each sample. */
@@ -58,9 +59,7 @@ static struct rot_class classes[CLASSES];
 
 static struct rot_class *class_of(size_t size)
 {
-	unsigned k = size ? 63u - (unsigned)__builtin_clzll((unsigned long long)size) : 0;
-
-	return &classes[k];
+	return &classes[hz_size_class(size)];
 }
 
 static uint32_t median(const uint32_t *v, unsigned n)

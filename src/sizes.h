@@ -1,6 +1,6 @@
 /* The sizes every module speaks of, defined once: the page and huge-page
  * sizes of x86_64 and arm64 (4 KiB base pages), the cache line, and the
- * nanoseconds of a second. */
+ * nanoseconds of a second; and the size class. */
 #ifndef HZ_SIZES_H
 #define HZ_SIZES_H
 
@@ -23,5 +23,12 @@
 
 #define HZ_NS_PER_SEC 1000000000ull
 #define HZ_NS_PER_MS 1000000ull
+
+/* The size class of bytes, the floor of its log2 (0 for 0): what the
+ * cache, the promoter and the rotation keep their counts per. */
+static inline unsigned hz_size_class(size_t bytes)
+{
+	return bytes ? 63u - (unsigned)__builtin_clzll((unsigned long long)bytes) : 0;
+}
 
 #endif /* HZ_SIZES_H */
