@@ -58,10 +58,14 @@ static inline bool option_set(const char *name)
 }
 
 /* Freed extents stay dirty in hugezero's cache (not purged or zeroed at
- * once). */
+ * once). A decay of 0 purges a free at once whenever the last look for
+ * decay was over 100 ms before (extents.c): that depends on the timing. */
 static inline bool frees_stay_dirty(void)
 {
-	return !option_set("HUGEZERO_CACHE_MAX") && !option_set("HUGEZERO_ZERO_ON_FREE");
+	const char *decay = getenv("HUGEZERO_DECAY_MS");
+
+	return !option_set("HUGEZERO_CACHE_MAX") && !option_set("HUGEZERO_ZERO_ON_FREE") &&
+	       !(decay != NULL && strcmp(decay, "0") == 0);
 }
 
 /* alloc zeroes dirty pages itself (HUGEZERO_PREZERO is not off). */
