@@ -398,19 +398,24 @@ int hz_cache_pick(const struct hz_cache *c, size_t size, size_t align, bool want
 	return best;
 }
 
+bool hz_cache_trim(struct hz_span *s, size_t size, struct hz_span *rest)
+{
+	size_t need = hz_cache_granules_for(size, s->backing);
+
+	if (!hz_cache_wasteful(hz_span_granules(s), need))
+		return false;
+	*rest = *s;
+	hz_range_split_at(s->range, s->range.start + need * HZ_GRANULE, &s->range, &rest->range);
+	return true;
+}
+
 struct hz_cache_entry hz_cache_take(struct hz_cache *c, unsigned i, size_t size,
 				    struct hz_cache_batch *b)
 {
-	struct hz_cache_entry e = hz_cache_remove(c, i);
-	size_t need = hz_cache_granules_for(size, e.span.backing);
+	struct hz_cache_entry e = hz_cache_remove(c, i), rest = e;
 
-	if (hz_cache_wasteful(hz_span_granules(&e.span), need)) {
-		struct hz_cache_entry rest = e;
-
-		hz_range_split_at(e.span.range, e.span.range.start + need * HZ_GRANULE,
-				  &e.span.range, &rest.span.range);
+	if (hz_cache_trim(&e.span, size, &rest.span))
 		add_entry(c, rest, b); /* the same block: its stay */
-	}
 	return e;
 }
 

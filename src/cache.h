@@ -176,6 +176,10 @@ bool hz_cache_wasteful(size_t have, size_t need);
 int hz_cache_pick(const struct hz_cache *c, size_t size, size_t align, bool want_clean,
 		  bool dirty_allowed);
 
+/* A span wasteful for size bytes keeps the granules size needs, from its
+ * start; the rest goes to *rest. Returns whether there is a rest. */
+bool hz_cache_trim(struct hz_span *s, size_t size, struct hz_span *rest);
+
 /* Take entry i out for a request of size bytes; a wasteful remainder is
  * split off and goes back into the table. */
 struct hz_cache_entry hz_cache_take(struct hz_cache *c, unsigned i, size_t size,

@@ -54,6 +54,7 @@
 #include "promote.h"
 #include "sizes.h"
 #include "stats.h"
+#include "zero.h"
 
 /* How often the idle thread wakes to apply the decay. */
 #define TICK_NS 250000000ull
@@ -114,6 +115,11 @@ void hz_pz_init_cache(void)
 	hz_cache_init(&pz_cache, hz_cache_policy()->decay_ns, hz_cache_budget(), hz_prezero_release);
 	hz_cache_adapt(&pz_cache, hz_cache_policy()->adapt);
 	hz_cache_hold_probes(&pz_cache, hz_prezero_holds_probes);
+	/* What MADV_DONTNEED and mincore do is probed now, at the first
+	 * large request, on two scratch pages: a program that later reaches
+	 * vm.max_map_count or RLIMIT_AS would refuse them, and until a probe
+	 * succeeds every span is cleared in full, never dropped. */
+	(void)hz_zero_residency_trusted();
 }
 
 bool hz_prezero_wait(int *word, int mask, int want, uint64_t ns)
@@ -492,9 +498,7 @@ bool hz_prezero_claimable(size_t size, size_t align)
 {
 	const struct job *j = zeroing_job();
 
-	return j && hz_cache_fits(&j->span, size, align) &&
-	       !hz_cache_wasteful(hz_span_granules(&j->span),
-				  hz_cache_granules_for(size, j->span.backing));
+	return j && hz_cache_fits(&j->span, size, align);
 }
 
 int hz_prezero_claim(struct hz_span *span, size_t *dirty)

@@ -64,7 +64,8 @@ void hz_prezero_poke(void);
 int hz_prezero_stop(void);
 
 /* Inside the guard: whether the span the thread is zeroing can serve size
- * bytes aligned to align without waste. */
+ * bytes aligned to align. One much larger (adjacent frees merge in the
+ * table) is trimmed by its claimer, which puts the rest back. */
 bool hz_prezero_claimable(size_t size, size_t align);
 
 /* Inside the guard, which it leaves: take the span the thread is zeroing.

@@ -65,6 +65,38 @@ static bool spare_instead(size_t size, uint64_t now)
 	return true;
 }
 
+/* A claimed span larger than the request keeps what it needs, from its
+ * start; the rest goes back to the table, clean when the thread, which
+ * zeroes from the end down, got past it. Before, a malloc after two
+ * adjacent frees (merged in the table) missed while the thread zeroed
+ * them: a fresh block, which above vm.max_map_count could not be mapped. */
+static void put_back_rest(struct hz_span *span, size_t *dirty, size_t size)
+{
+	struct hz_cache_batch b = { .count = 0 };
+	struct hz_cache_entry rest = { .clean = false };
+	struct hz_cache *c;
+
+	if (!hz_cache_trim(span, size, &rest.span))
+		return;
+	if (!hz_blocks_reusable(&rest.span)) { /* the caller releases its part too */
+		give_back_foreign(&rest.span);
+		return;
+	}
+	rest.clean = *dirty <= hz_span_bytes(span);
+	if (!rest.clean)
+		*dirty = hz_span_bytes(span);
+	rest.idle_since = hz_prim_now_ns();
+	c = hz_prezero_enter(&b);
+	if (!c) { /* the thread is in its turn at the table */
+		hz_stats_add(cache_released_bytes, hz_span_bytes(&rest.span));
+		hz_blocks_release_span(&rest.span);
+		return;
+	}
+	hz_cache_add(c, rest, &b);
+	hz_prezero_leave();
+	hz_prezero_release(&b);
+}
+
 /* A span for the request from the table, or the one the thread is zeroing.
  * Returns 0 with it and its dirty bytes from the start, or -ENOENT: none
  * fits, or the guard was refused. */
@@ -101,8 +133,10 @@ static int from_cache(size_t size, size_t align, bool zero, struct hz_cache_batc
 			if (!rotation_noted && spare_instead(size, now))
 				return -ENOENT;
 			rotation_noted = true;
-			if (hz_prezero_claim(span, dirty) == 0) /* leaves the guard */
+			if (hz_prezero_claim(span, dirty) == 0) { /* leaves the guard */
+				put_back_rest(span, dirty, size);
 				return 0;
+			}
 			may_claim = false; /* too slow: another block */
 			continue;
 		}

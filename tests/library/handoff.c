@@ -52,39 +52,72 @@ static void nap_ms(unsigned ms)
 
 /* ---- holding the thread ---- */
 
-static int hold_at = -1; /* the armed point, or -1 */
-static int held;         /* 1 while the thread is held, 2 once let go */
-static int let_go;
+/* Holds are numbered as they are armed; the thread, reaching an armed
+ * point, holds until the test lets that number go. So a test can arm the
+ * next hold while the thread still sits in the last one. */
+static int hold_at = -1;  /* the armed point, or -1 */
+static unsigned armed;    /* the last hold armed */
+static unsigned let_out;  /* holds up to this one may end */
+static unsigned reached;  /* the last hold the thread reached */
+static unsigned left;     /* the last hold it left */
 
 static void hook(enum hz_prezero_point point)
 {
-	int armed = (int)point;
+	int want = (int)point;
+	unsigned hold;
 	uint64_t t0;
 
-	if (!__atomic_compare_exchange_n(&hold_at, &armed, -1, false, __ATOMIC_ACQ_REL,
+	if (!__atomic_compare_exchange_n(&hold_at, &want, -1, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_RELAXED))
 		return; /* not this point, or already held once */
-	__atomic_store_n(&held, 1, __ATOMIC_RELEASE);
+	hold = __atomic_load_n(&armed, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&reached, hold, __ATOMIC_RELEASE);
 	t0 = now_ns();
-	while (!__atomic_load_n(&let_go, __ATOMIC_ACQUIRE) && now_ns() - t0 < HOLD_NS)
+	while (__atomic_load_n(&let_out, __ATOMIC_ACQUIRE) < hold && now_ns() - t0 < HOLD_NS)
 		nap_ms(1);
-	__atomic_store_n(&held, 2, __ATOMIC_RELEASE);
+	__atomic_store_n(&left, hold, __ATOMIC_RELEASE);
 }
 
 static void arm(enum hz_prezero_point point)
 {
-	__atomic_store_n(&let_go, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&held, 0, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&armed, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&hold_at, (int)point, __ATOMIC_RELEASE);
+}
+
+/* Whether the last hold armed has been reached. */
+static bool reached_last(void)
+{
+	return __atomic_load_n(&reached, __ATOMIC_ACQUIRE) == __atomic_load_n(&armed, __ATOMIC_ACQUIRE);
 }
 
 static bool wait_held(uint64_t ns)
 {
 	uint64_t t0 = now_ns();
 
-	while (__atomic_load_n(&held, __ATOMIC_ACQUIRE) == 0 && now_ns() - t0 < ns)
+	while (!reached_last() && now_ns() - t0 < ns)
 		nap_ms(1);
-	return __atomic_load_n(&held, __ATOMIC_ACQUIRE) != 0;
+	return reached_last();
+}
+
+/* End the holds up to the last one armed, or up to hold. */
+static void let_go_to(unsigned hold)
+{
+	__atomic_store_n(&let_out, hold, __ATOMIC_RELEASE);
+}
+
+static void let_go(void)
+{
+	let_go_to(__atomic_load_n(&armed, __ATOMIC_ACQUIRE));
+}
+
+/* Wait until the thread is out of every hold it reached. */
+static void wait_out(uint64_t ns)
+{
+	uint64_t t0 = now_ns();
+
+	while (__atomic_load_n(&left, __ATOMIC_ACQUIRE) < __atomic_load_n(&reached, __ATOMIC_ACQUIRE) &&
+	       now_ns() - t0 < ns)
+		nap_ms(1);
 }
 
 /* Let the thread go, wait until it has, and check what it left. */
@@ -92,12 +125,10 @@ static void release_and_check(void)
 {
 	struct hz_blocks_census bc;
 	struct hz_recycle_census rc;
-	uint64_t t0 = now_ns();
 
 	__atomic_store_n(&hold_at, -1, __ATOMIC_RELEASE);
-	__atomic_store_n(&let_go, 1, __ATOMIC_RELEASE);
-	while (__atomic_load_n(&held, __ATOMIC_ACQUIRE) == 1 && now_ns() - t0 < HOLD_NS)
-		nap_ms(1);
+	let_go();
+	wait_out(HOLD_NS);
 	nap_ms(50);
 	assert_int_equal(hz_recycle_check(&rc, NULL, NULL), 0);
 	assert_int_equal(hz_blocks_check(&bc), 0);
@@ -172,7 +203,7 @@ static void operations_within_bound(size_t size, const char *held_where)
 		nap_ms(1);
 	took = now_ns() - t0;
 	done = __atomic_load_n(&r.done, __ATOMIC_ACQUIRE);
-	__atomic_store_n(&let_go, 1, __ATOMIC_RELEASE); /* free it either way */
+	let_go(); /* free it either way */
 	assert_int_equal(pthread_join(t, NULL), 0);
 	if (!done)
 		fail_msg("with the pre-zero thread held %s, 4 rounds of large malloc, calloc "
@@ -254,9 +285,8 @@ static void malloc_takes_the_span_being_zeroed(void **state)
 	hits = hz_stats.cache_hits;
 	misses = hz_stats.cache_misses;
 	abandoned = hz_stats.takeovers_abandoned;
-	__atomic_store_n(&let_go, 1, __ATOMIC_RELEASE);
-	while (__atomic_load_n(&held, __ATOMIC_ACQUIRE) == 1) /* out of the hook */
-		nap_ms(1);
+	let_go();
+	wait_out(HOLD_NS);
 	q = hz_preload_malloc(size);
 	if (q != p && hz_stats.takeovers_abandoned == abandoned + 1) {
 		/* It claimed the span, and the thread, preempted at idle
@@ -269,6 +299,70 @@ static void malloc_takes_the_span_being_zeroed(void **state)
 		assert_int_equal(hz_stats.cache_misses, misses);
 	}
 	hz_preload_free(q);
+	release_and_check();
+}
+
+/* Two adjacent blocks freed one after the other merge in the table, and
+ * the thread zeroes them as one span. A malloc of one block's size takes
+ * its part of that span from the thread, and the rest goes back to the
+ * table, where the next malloc of that size finds it. Before, the merged
+ * span was too large to claim: the malloc faulted in a fresh block (above
+ * vm.max_map_count it failed). The thread is held on its way to sleep
+ * while the two frees merge, then at the first unit of the merged span. */
+static void malloc_takes_its_part_of_a_merged_span_being_zeroed(void **state)
+{
+	const size_t size = 16 * MiB;
+	unsigned char *demand = hz_preload_calloc(1, 2 * size); /* kept: calloc demand */
+	unsigned char *p = hz_preload_malloc(size), *q = hz_preload_malloc(size), *r, *s;
+	uint64_t hits, misses, abandoned, takeovers;
+	unsigned asleep;
+
+	(void)state;
+	assert_non_null(demand);
+	assert_non_null(p);
+	assert_ptr_equal(q, p + size); /* first fit in the region */
+	memset(p, DIRTY, size);
+	memset(q, DIRTY, size);
+	arm(HZ_PREZERO_AT_SLEEP);
+	dirty_free(4 * MiB); /* starts the thread: it zeroes that block, then sleeps */
+	if (!wait_held(5000000000ull)) {
+		print_message("skipped: the pre-zero thread never went to sleep in 5 s\n");
+		skip();
+	}
+	asleep = __atomic_load_n(&armed, __ATOMIC_ACQUIRE);
+	hz_preload_free(p);
+	hz_preload_free(q); /* merged with p's span */
+	arm(HZ_PREZERO_AT_UNIT);
+	let_go_to(asleep);
+	if (!wait_held(5000000000ull)) {
+		print_message("skipped: the pre-zero thread never started zeroing in 5 s\n");
+		skip();
+	}
+	hits = hz_stats.cache_hits;
+	misses = hz_stats.cache_misses;
+	abandoned = hz_stats.takeovers_abandoned;
+	takeovers = hz_stats.takeovers;
+	let_go();
+	wait_out(HOLD_NS);
+	r = hz_preload_malloc(size);
+	if (r != p && hz_stats.takeovers_abandoned == abandoned + 1) {
+		/* The thread, preempted at idle priority, missed the deadline. */
+		printf("# the pre-zero thread was late: the malloc took a fresh block\n");
+		assert_int_equal(hz_stats.cache_misses, misses + 1);
+		s = NULL;
+	} else {
+		assert_ptr_equal(r, p);
+		s = hz_preload_malloc(size);
+		assert_ptr_equal(s, q);
+		assert_int_equal(hz_stats.cache_hits, hits + 2);
+		assert_int_equal(hz_stats.cache_misses, misses);
+		printf("# %s\n", hz_stats.takeovers == takeovers + 1
+					  ? "taken from the thread, the rest put back"
+					  : "the thread had finished: both from the table");
+	}
+	hz_preload_free(r);
+	hz_preload_free(s);
+	hz_preload_free(demand);
 	release_and_check();
 }
 
@@ -285,7 +379,7 @@ static void held_inside_a_shared_clear(void **state)
 	dirty_free(4 * MiB); /* start the thread */
 	nap_ms(100);
 	arm(HZ_PREZERO_AT_CHUNK);
-	for (int i = 0; i < 50 && __atomic_load_n(&held, __ATOMIC_ACQUIRE) == 0; i++) {
+	for (int i = 0; i < 50 && !reached_last(); i++) {
 		uint64_t t0 = now_ns();
 		unsigned char *p;
 
@@ -301,7 +395,7 @@ static void held_inside_a_shared_clear(void **state)
 				 "calloc of %zu MiB took %.1f s: it waited for the thread",
 				 size / MiB, (double)(now_ns() - t0) / 1e9);
 	}
-	if (__atomic_load_n(&held, __ATOMIC_ACQUIRE) == 0) {
+	if (!reached_last()) {
 		__atomic_store_n(&hold_at, -1, __ATOMIC_RELEASE);
 		printf("# the pre-zero thread never took a chunk of a shared clear\n");
 		skip();
@@ -318,6 +412,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(held_while_zeroing_a_span_calloc_wants),
 		cmocka_unit_test(held_inside_a_shared_clear),
 		cmocka_unit_test(malloc_takes_the_span_being_zeroed),
+		cmocka_unit_test(malloc_takes_its_part_of_a_merged_span_being_zeroed),
 	};
 
 	hz_test_library_options();

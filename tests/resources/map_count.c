@@ -214,13 +214,22 @@ static int over_limit_requests_fail(void)
 }
 
 /* Cached blocks need no new mapping: above the limit they still serve,
- * calloc still reads zero, and free (into the cache) keeps errno. */
+ * calloc still reads zero, and free (into the cache) keeps errno. Both
+ * sizes are reused once below the limit, so their blocks are kept as a
+ * class that shows reuse (cache.c), not as probes, which the miss of the
+ * 64 MiB malloc drops. No pre-zero thread (the test's environment): a
+ * takeover of the span it zeroes is given up when the thread, at idle
+ * priority, is late, and the request then needs a fresh mapping. */
 static int over_limit_cache_serves(void)
 {
 	struct filler f = { 0 };
 	char *a = block(8 * MiB, 1), *b = block(16 * MiB, 2), *c, *d;
 
-	free(a); /* into the cache; starts the pre-zero thread */
+	free(b);
+	b = block(16 * MiB, 2);
+	free(a);
+	a = block(8 * MiB, 1);
+	free(a); /* into the cache */
 	fill_to_limit(&f);
 	go_over_limit(&f);
 	c = calloc(1, 8 * MiB);
@@ -316,12 +325,12 @@ static void map_limit_exceeded_requests_fail_enomem_free_keeps_errno(void **stat
 
 static void map_limit_exceeded_cached_blocks_still_serve(void **state)
 {
-	static const char *const env[] = { BASE_ENV, NULL };
+	static const char *const env[] = { BASE_ENV, "HUGEZERO_PREZERO=sync", NULL };
 	struct child c;
 
 	(void)state;
 	run("over_limit_cache_serves", env, &c);
-	assert_true(res_stat(&c, "cache_hits") >= 2);
+	assert_true(res_stat(&c, "cache_hits") >= 4);
 	assert_true(res_stat(&c, "fallbacks.map_failed") >= 1);
 	res_child_free(&c);
 }
