@@ -87,7 +87,9 @@ static void arm(enum hz_prezero_point point)
 /* Whether the last hold armed has been reached. */
 static bool reached_last(void)
 {
-	return __atomic_load_n(&reached, __ATOMIC_ACQUIRE) == __atomic_load_n(&armed, __ATOMIC_ACQUIRE);
+	unsigned last = __atomic_load_n(&armed, __ATOMIC_ACQUIRE);
+
+	return __atomic_load_n(&reached, __ATOMIC_ACQUIRE) == last;
 }
 
 static bool wait_held(uint64_t ns)
@@ -115,7 +117,8 @@ static void wait_out(uint64_t ns)
 {
 	uint64_t t0 = now_ns();
 
-	while (__atomic_load_n(&left, __ATOMIC_ACQUIRE) < __atomic_load_n(&reached, __ATOMIC_ACQUIRE) &&
+	while (__atomic_load_n(&left, __ATOMIC_ACQUIRE) <
+		       __atomic_load_n(&reached, __ATOMIC_ACQUIRE) &&
 	       now_ns() - t0 < ns)
 		nap_ms(1);
 }
