@@ -70,9 +70,9 @@ static bool spare_instead(size_t size, uint64_t now)
  * zeroes from the end down, got past it. Before, a malloc after two
  * adjacent frees (merged in the table) missed while the thread zeroed
  * them: a fresh block, which above vm.max_map_count could not be mapped. */
-static void put_back_rest(struct hz_span *span, size_t *dirty, size_t size)
+static void put_back_rest(struct hz_span *span, size_t *dirty, size_t size,
+			  struct hz_cache_batch *b)
 {
-	struct hz_cache_batch b = { .count = 0 };
 	struct hz_cache_entry rest = { .clean = false };
 	struct hz_cache *c;
 
@@ -86,15 +86,14 @@ static void put_back_rest(struct hz_span *span, size_t *dirty, size_t size)
 	if (!rest.clean)
 		*dirty = hz_span_bytes(span);
 	rest.idle_since = hz_prim_now_ns();
-	c = hz_prezero_enter(&b);
+	c = hz_prezero_enter(b);
 	if (!c) { /* the thread is in its turn at the table */
 		hz_stats_add(cache_released_bytes, hz_span_bytes(&rest.span));
 		hz_blocks_release_span(&rest.span);
 		return;
 	}
-	hz_cache_add(c, rest, &b);
+	hz_cache_add(c, rest, b); /* what it pushes out, the caller releases */
 	hz_prezero_leave();
-	hz_prezero_release(&b);
 }
 
 /* A span for the request from the table, or the one the thread is zeroing.
@@ -134,7 +133,7 @@ static int from_cache(size_t size, size_t align, bool zero, struct hz_cache_batc
 				return -ENOENT;
 			rotation_noted = true;
 			if (hz_prezero_claim(span, dirty) == 0) { /* leaves the guard */
-				put_back_rest(span, dirty, size);
+				put_back_rest(span, dirty, size, b);
 				return 0;
 			}
 			may_claim = false; /* too slow: another block */
