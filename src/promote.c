@@ -7,7 +7,7 @@
  * Program threads claim slots (track) and free them (forget); the promoter
  * (the pre-zero thread) alone turns live into busy and back. Nobody holds a
  * lock: the one wait is a forget that finds the promoter inside a collapse
- * of the range being unmapped, and it has a deadline.
+ * of the range being unmapped, a futex sleep until the promoter is out.
  *
  * Density. A range is split into at most SEG_MAX segments of whole 2 MiB
  * pages (one 2 MiB page each for ranges up to 512 MiB). A segment is
@@ -34,12 +34,12 @@
 #include "promote.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 
 #include "backing.h"
 #include "blocks.h"
 #include "config.h"
-#include "cpu/relax.h"
 #include "log.h"
 #include "prezero.h"
 #include "promote_density.h"
@@ -80,9 +80,15 @@
  * "Sixth session"). A range refused this often is refused as a whole
  * (flags on all of it) and left on 4 KiB pages. */
 #define REFUSED_MAX 2
-/* A forget waits at most 2 ms for a collapse in flight (one 2 MiB collapse
- * takes 0.1-2 ms here); past it the program's munmap goes ahead. */
-#define FORGET_WAIT_NS 2000000ull
+/* A forget waits for a collapse in flight to end. MADV_COLLAPSE acts on
+ * whatever is mapped at its address when the kernel gets there, so a
+ * munmap let through early lets it collapse the program's next mapping at
+ * that address: with a 2 ms limit (one 2 MiB collapse took 0.1-2 ms on
+ * one VM, up to 6 ms on another), a sparse mapping of four written bytes
+ * got a 2 MiB page (test_promote). The forget sleeps, so the promoter at
+ * idle priority gets the CPU, and the promoter wakes it; the limit is only
+ * for a promoter that cannot run at all (a thread stopped by a debugger). */
+#define FORGET_WAIT_NS 1000000000ull
 
 enum { ST_FREE, ST_CLAIMED, ST_LIVE, ST_BUSY };
 #define ST_MASK 3u
@@ -213,17 +219,24 @@ static bool end_slot(struct slot *s, uint32_t *w)
 	}
 }
 
+/* The slot's word as the futex the promoter wakes a forget on. */
+static int *futex_of(struct slot *s)
+{
+	return (int *)(void *)&s->word;
+}
+
 static void wait_promoter(struct slot *s, uint32_t dead)
 {
-	uint64_t deadline = hz_prim_now_ns() + FORGET_WAIT_NS;
+	uint64_t deadline = hz_prim_now_ns() + FORGET_WAIT_NS, now;
 
 	while (load_word(s) == dead) {
-		hz_cpu_relax();
-		if (hz_prim_now_ns() > deadline) {
+		now = hz_prim_now_ns();
+		if (now >= deadline) {
 			hz_debug("forgetting %p while the promoter is in it: not waiting longer",
 				 (void *)s->start);
 			return;
 		}
+		hz_prim_futex_wait(futex_of(s), (int)dead, deadline - now);
 	}
 }
 
@@ -487,8 +500,10 @@ static void visit(struct slot *s, struct budget *b)
 		if (cas_word(s, &w, to))
 			break;
 	}
-	if (w & ST_DEAD)
+	if (w & ST_DEAD) { /* a forget may be waiting (wait_promoter) */
 		slot_freed(e);
+		hz_prim_futex_wake(futex_of(s), INT_MAX);
+	}
 }
 
 /* The child of a fork has no promoter: what it held is live again. */
