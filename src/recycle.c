@@ -298,7 +298,8 @@ void hz_recycle_free(void *p)
 		hz_blocks_release_span(&e.span);
 		return;
 	}
-	if (hz_rotation_drops(hz_span_bytes(&e.span), e.span.range.start)) { /* a spare goes */
+	hz_rotation_freed(hz_span_bytes(&e.span), e.span.range.start);
+	if (hz_rotation_drops(hz_span_bytes(&e.span))) { /* a spare goes */
 		hz_cache_batch_put(c, &b, &e.span);
 		hz_prezero_leave();
 		hz_prezero_release(&b);

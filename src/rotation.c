@@ -166,11 +166,15 @@ void hz_rotation_served(size_t size, uint64_t now, enum hz_rotation_served how)
 	}
 }
 
-bool hz_rotation_drops(size_t size, uintptr_t start)
+void hz_rotation_freed(size_t size, uintptr_t start)
+{
+	class_of(size)->freed = start;
+}
+
+bool hz_rotation_drops(size_t size)
 {
 	struct rot_class *k = class_of(size);
 
-	k->freed = start;
 	if (k->state != DROPPING)
 		return false;
 	enter(k, WATCHING);

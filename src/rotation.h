@@ -38,10 +38,12 @@ bool hz_rotation_wants_spare(size_t size);
 /* A calloc of size bytes at now (ns) was served so. */
 void hz_rotation_served(size_t size, uint64_t now, enum hz_rotation_served how);
 
-/* A block of size bytes at start is being freed: true (once) when the
- * class gives its spare back and this block is to be released, not
- * cached. */
-bool hz_rotation_drops(size_t size, uintptr_t start);
+/* A block of size bytes at start is being freed. */
+void hz_rotation_freed(size_t size, uintptr_t start);
+
+/* Whether the block of size bytes being freed is to be released, not
+ * cached: true once, when its class gives its spare back. */
+bool hz_rotation_drops(size_t size);
 
 /* Whether the span at start is the block of size bytes freed last of its
  * class: a calloc served it dirty right after its free, as in a tight

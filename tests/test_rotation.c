@@ -65,13 +65,13 @@ static void a_faster_cycle_keeps_the_spare_until_the_recheck(void **state)
 	assert_int_equal(hz_stats.rotation_trials, trials + 1);
 	assert_int_equal(hz_stats.rotation_lost, lost);
 	for (int i = 0; i < FIRST_RECHECK - 1; i++) {
-		assert_false(hz_rotation_drops(SIZE, 0x1000));
+		assert_false(hz_rotation_drops(SIZE));
 		calloc_after(4, HZ_ROT_CLEAN);
 	}
 	/* The recheck: the spare goes at the next free, once. */
 	calloc_after(4, HZ_ROT_CLEAN);
-	assert_true(hz_rotation_drops(SIZE, 0x1000));
-	assert_false(hz_rotation_drops(SIZE, 0x1000));
+	assert_true(hz_rotation_drops(SIZE));
+	assert_false(hz_rotation_drops(SIZE));
 	/* A new trial follows the next run of RUN at once. */
 	start_trial(false);
 	assert_int_equal(hz_stats.rotation_trials, trials + 2);
@@ -86,8 +86,8 @@ static void a_cycle_no_faster_gives_the_spare_back_and_waits(void **state)
 	for (int i = 0; i < RUN; i++)
 		calloc_after(i % 2 ? 5 : 4, HZ_ROT_CLEAN); /* median 5: not 5% faster */
 	assert_int_equal(hz_stats.rotation_lost, lost + 1);
-	assert_true(hz_rotation_drops(SIZE, 0x2000));
-	assert_false(hz_rotation_drops(SIZE, 0x2000));
+	assert_true(hz_rotation_drops(SIZE));
+	assert_false(hz_rotation_drops(SIZE));
 	/* The next trial waits FIRST_RETRY callocs, however long the run. */
 	for (int i = 0; i < FIRST_RETRY - 1; i++) {
 		calloc_after(5, HZ_ROT_CLEARS);
@@ -117,7 +117,8 @@ static void a_broken_run_and_other_classes_start_no_trial(void **state)
 static void the_last_free_of_a_class_is_known(void **state)
 {
 	(void)state;
-	assert_false(hz_rotation_drops(SIZE, 0x40000000));
+	hz_rotation_freed(SIZE, 0x40000000);
+	assert_false(hz_rotation_drops(SIZE)); /* watching: nothing to give back */
 	assert_true(hz_rotation_freed_last(SIZE, 0x40000000));
 	assert_true(hz_rotation_freed_last(SIZE + MiB, 0x40000000)); /* the same class */
 	assert_false(hz_rotation_freed_last(SIZE, 0x48000000));
