@@ -357,7 +357,6 @@ struct budget {
 	size_t scanned;
 	unsigned collapsed;
 	uint64_t until;
-	uint64_t share_left; /* collapse CPU time the share still allows */
 	uint64_t born_by;    /* ranges tracked after this are too young */
 	bool stop;    /* budget spent, or backing off */
 	bool backoff; /* a collapse failed for a while or was slow */
@@ -386,9 +385,7 @@ static bool collapse_one(struct slot *s, uintptr_t a, struct budget *b)
 	cpu = hz_prim_thread_cpu_ns() - cpu0;
 	hz_stats_add(promote_ns, cpu);
 	hz_promote_share_spend(cpu);
-	if (b->share_left != UINT64_MAX)
-		b->share_left = cpu < b->share_left ? b->share_left - cpu : 0;
-	if (b->share_left == 0)
+	if (hz_promote_share_left_ns() == 0)
 		b->stop = true;
 	if (ret == 0) {
 		hz_stats_add(promote_collapsed_bytes, HZ_SZ_2M);
@@ -546,8 +543,7 @@ uint64_t hz_promote_tick(uint64_t now)
 	pthread_once(&atfork_once, register_atfork);
 	if (due == 0)
 		interval = INTERVAL_MIN_NS; /* a new range */
-	b.share_left = hz_promote_share_left_ns();
-	if (b.share_left == 0) {
+	if (hz_promote_share_left_ns() == 0) {
 		hz_stats_add(promote_share_waits, 1);
 		interval = hz_promote_share_wait_ns(INTERVAL_MIN_NS, INTERVAL_IDLE_NS);
 		__atomic_store_n(&next_tick, now + interval, __ATOMIC_RELAXED);
