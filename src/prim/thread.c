@@ -81,13 +81,13 @@ int hz_prim_gettid(void)
 #define SYS_close_range 436
 #endif
 
-/* The thread with a table of its own (its pthread_t, cheap to compare, and
- * its tid: in a child of fork another thread may get the same pthread_t,
- * never a tid in use), and the number of such tables made; written by that
- * thread before it opens any file. */
-static pthread_t private_thread;
-static int private_tid;
+/* The number of private tables made, and in each thread that made one,
+ * its number. Thread-local: a new thread starts at 0 even where it
+ * reuses an exited thread's pthread_t, and a fork's child has only a copy
+ * of the forking thread, never of the one with a table (no syscall per
+ * call, as gettid was). */
 static unsigned private_tables;
+static __thread unsigned private_table_here;
 
 int hz_prim_files_unshare(bool keep_stderr)
 {
@@ -106,20 +106,15 @@ int hz_prim_files_unshare(bool keep_stderr)
 	errno = saved;
 	if (ret != 0)
 		return ret;
-	private_thread = pthread_self();
-	private_tid = hz_prim_gettid();
-	__atomic_add_fetch(&private_tables, 1, __ATOMIC_RELEASE);
+	private_table_here = __atomic_add_fetch(&private_tables, 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
 unsigned hz_prim_files_private(void)
 {
-	unsigned n = __atomic_load_n(&private_tables, __ATOMIC_ACQUIRE);
+	unsigned n = private_table_here;
 
-	return n != 0 && pthread_equal(private_thread, pthread_self()) &&
-			       private_tid == hz_prim_gettid()
-		       ? n
-		       : 0;
+	return n != 0 && n == __atomic_load_n(&private_tables, __ATOMIC_ACQUIRE) ? n : 0;
 }
 
 static uint64_t cpu_ns(clockid_t clock)
