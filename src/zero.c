@@ -41,14 +41,15 @@ static bool swap_possible(void)
 	return __atomic_load_n(&present, __ATOMIC_RELAXED);
 }
 
-/* A block about to be used (a calloc, hint set) that fits in a quarter of
- * the last-level cache is cleared with cached stores: the program's first
+/* A block about to be used (a calloc, hint set) that fits in half of the
+ * last-level cache is cleared with cached stores: the program's first
  * writes then hit the cache instead of fetching lines non-temporal stores
- * sent to memory. Measured on a CPU with 300 MiB of L3 (bench/RESULTS.md,
- * hugezero bench): 64 MiB calloc + write-all cycles 4.7-6.8x glibc with
- * cached stores against 3.8-4.4x with non-temporal ones; at 256 MiB it is
- * the other way round (2.0-2.4x against 3.2-3.5x). On a 32 MiB-L3 CPU the
- * rule keeps non-temporal stores for everything above 8 MiB. */
+ * sent to memory. Measured with calloc + write-all + free cycles
+ * (bench/RESULTS.md): with 300 MiB of L3, 64 MiB (0.2 of it) 4.7-6.8x
+ * glibc with cached stores against 3.8-4.4x with non-temporal ones, and
+ * 256 MiB (0.85) the other way round (2.0-2.4x against 3.2-3.5x); with 8
+ * MiB of L3, 4 MiB (0.5) 0.29-0.33 ms a cycle cached against 0.49-0.56
+ * non-temporal, 6 MiB (0.75) even, 8 MiB (1.0) 2.2-2.5 against 1.3-1.4. */
 static bool use_cached_stores(size_t len, uintptr_t hint)
 {
 	static uint64_t llc = UINT64_MAX;
@@ -60,7 +61,7 @@ static bool use_cached_stores(size_t len, uintptr_t hint)
 		v = hz_prim_llc_size();
 		__atomic_store_n(&llc, v, __ATOMIC_RELAXED);
 	}
-	return len <= v / 4;
+	return len <= v / 2;
 }
 
 /* ---- one residency pass per block ----
