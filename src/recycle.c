@@ -239,7 +239,7 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 	 * free: a 3 MiB request gets a 4 MiB block, and counted in the 2-4
 	 * MiB class its misses never met that block's frees in the 4-8 MiB
 	 * one, so every free was given back (a 3 MiB calloc + write + free
-	 * cycle faulted a fresh block each time, 9x glibc's time). */
+	 * cycle faulted a fresh block each time, 8x glibc's time). */
 	ret = from_cache(hz_align_up(size, HZ_GRANULE), align, zero, &b, &span, &dirty);
 	hz_prezero_release(&b);
 	if (ret != 0) {
