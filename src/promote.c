@@ -179,7 +179,8 @@ struct ending {
 static struct ending ending_of(const struct slot *s)
 {
 	return (struct ending){ __atomic_load_n(&s->kind, __ATOMIC_RELAXED),
-				__atomic_load_n(&s->done, __ATOMIC_RELAXED), s->whole,
+				__atomic_load_n(&s->done, __ATOMIC_RELAXED),
+				__atomic_load_n(&s->whole, __ATOMIC_RELAXED),
 				__atomic_load_n(&s->len, __ATOMIC_RELAXED) };
 }
 
@@ -291,7 +292,8 @@ static struct slot *evict_block(void)
 			struct slot *s = &slots[i];
 			uint32_t w = load_word(s);
 
-			if ((w & ST_MASK) == ST_LIVE && s->kind == HZ_PROMOTE_BLOCK &&
+			if ((w & ST_MASK) == ST_LIVE &&
+			    __atomic_load_n(&s->kind, __ATOMIC_RELAXED) == HZ_PROMOTE_BLOCK &&
 			    (pass || __atomic_load_n(&s->done, __ATOMIC_RELAXED)) && !end_slot(s, &w))
 				return claim_slot();
 		}
@@ -329,8 +331,11 @@ void hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind)
 		hz_stats_add(promote_left_4k, 1);
 		return;
 	}
-	s->kind = (uint8_t)kind;
-	s->done = s->whole = false;
+	/* Atomic: a forget or an eviction may read a slot it saw live a
+	 * moment ago; its CAS on the word then fails on the new generation. */
+	__atomic_store_n(&s->kind, (uint8_t)kind, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->done, false, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->whole, false, __ATOMIC_RELAXED);
 	s->failures = s->refused = 0;
 	__atomic_store_n(&s->start, start, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->len, hp * HZ_SZ_2M, __ATOMIC_RELAXED);
@@ -472,7 +477,8 @@ static void work_on(struct slot *s, struct budget *b)
 	for (k = 0; k < s->nseg; k++)
 		if (!(s->seg_done[k / 64] & (1ull << (k % 64))))
 			return;
-	s->whole = true; /* every segment dense, refused pages too */
+	/* every segment dense, refused pages too */
+	__atomic_store_n(&s->whole, true, __ATOMIC_RELAXED);
 	if (s->refused > 0)
 		hz_stats_add(promote_left_4k, 1);
 	__atomic_store_n(&s->done, true, __ATOMIC_RELAXED);
