@@ -272,7 +272,7 @@ void hz_recycle_free(void *p)
 	const struct hz_cache_policy *policy = hz_cache_policy();
 	struct hz_cache_batch b = { .count = 0 };
 	struct hz_cache_entry e = { .clean = false };
-	bool thread = hz_prezero_mode() == HZ_PREZERO_OPT_THREAD, warm;
+	bool thread = hz_prezero_mode() == HZ_PREZERO_OPT_THREAD, warm, at_once, wake;
 	struct hz_cache *c;
 
 	hz_blocks_retire(p, &e.span);
@@ -304,7 +304,7 @@ void hz_recycle_free(void *p)
 		hz_blocks_release_span(&e.span);
 		return;
 	}
-	hz_rotation_freed(hz_span_bytes(&e.span), e.span.range.start);
+	hz_rotation_freed(hz_span_bytes(&e.span), e.span.range.start, hz_prim_now_ns());
 	if (hz_rotation_drops(hz_span_bytes(&e.span))) { /* a spare goes */
 		hz_cache_batch_put(c, &b, &e.span);
 		hz_prezero_leave();
@@ -317,9 +317,13 @@ void hz_recycle_free(void *p)
 	 * is kept, and the thread starts for it (prezero_start.c). */
 	hz_cache_put(c, e, &b);
 	warm = hz_cache_class_warm(c, hz_span_bytes(&e.span));
+	at_once = hz_rotation_reused_at_once(hz_span_bytes(&e.span));
 	hz_prezero_leave();
 	hz_prezero_release(&b);
-	if (thread && !e.clean && (warm || hz_prezero_welcome()))
+	wake = thread && !e.clean && (warm || hz_prezero_welcome());
+	if (wake && at_once) /* its calloc comes first: the thread sleeps on */
+		hz_stats_add(wakes_skipped, 1);
+	if (wake && !at_once)
 		hz_prezero_wake();
 	else
 		hz_prezero_poke();

@@ -32,6 +32,12 @@
 #define FIRST_RETRY 64
 #define MAX_WAIT 65536
 #define CLASSES 64
+/* A calloc this soon (ns) after its class's free came before a woken
+ * pre-zero thread could clear much of the block: a futex wake reaches the
+ * idle-priority thread on the other vCPU in 5-60 us here, and in 20 us it
+ * clears at most 0.4 MiB. What it does start, the calloc takes over, and
+ * that hand-over cost a 64 MiB first-byte cycle 2x the time (rotation.h). */
+#define AT_ONCE_NS 20000
 
 enum state {
 	WATCHING, /* one block: counting callocs in a row that clear */
@@ -42,8 +48,10 @@ enum state {
 
 struct rot_class {
 	uint64_t last;        /* ns of the class's last calloc */
+	uint64_t freed_at;    /* ns of the class's last free */
 	uintptr_t freed;      /* start of the class's last freed block */
 	uint32_t run;         /* callocs in a row that cleared */
+	uint32_t at_once;     /* callocs in a row within AT_ONCE_NS of a free */
 	uint32_t without;     /* median period without the spare */
 	uint32_t cycles;      /* callocs since the last change of state */
 	uint32_t recheck;     /* ON: callocs before the next check */
@@ -126,7 +134,9 @@ void hz_rotation_served(size_t size, uint64_t now, enum hz_rotation_served how)
 {
 	struct rot_class *k = class_of(size);
 	uint64_t period = k->last != 0 && now > k->last ? (now - k->last) / 1000 : 0;
+	bool at_once = k->freed_at > k->last && now - k->freed_at < AT_ONCE_NS;
 
+	k->at_once = at_once ? k->at_once + (k->at_once < UINT32_MAX) : 0;
 	k->last = now;
 	if (k->cycles < UINT32_MAX)
 		k->cycles++;
@@ -166,9 +176,19 @@ void hz_rotation_served(size_t size, uint64_t now, enum hz_rotation_served how)
 	}
 }
 
-void hz_rotation_freed(size_t size, uintptr_t start)
+void hz_rotation_freed(size_t size, uintptr_t start, uint64_t now)
 {
-	class_of(size)->freed = start;
+	struct rot_class *k = class_of(size);
+
+	k->freed = start;
+	k->freed_at = now;
+}
+
+bool hz_rotation_reused_at_once(size_t size)
+{
+	const struct rot_class *k = class_of(size);
+
+	return k->state == WATCHING && k->at_once >= RUN;
 }
 
 bool hz_rotation_drops(size_t size)

@@ -38,8 +38,15 @@ bool hz_rotation_wants_spare(size_t size);
 /* A calloc of size bytes at now (ns) was served so. */
 void hz_rotation_served(size_t size, uint64_t now, enum hz_rotation_served how);
 
-/* A block of size bytes at start is being freed. */
-void hz_rotation_freed(size_t size, uintptr_t start);
+/* A block of size bytes at start is being freed, at now (ns). */
+void hz_rotation_freed(size_t size, uintptr_t start, uint64_t now);
+
+/* Whether a block of size bytes being freed will be asked for again before
+ * the pre-zero thread could clear much of it: the class's last RUN
+ * callocs each came right after its free, and it keeps no spare. Waking
+ * the thread then only makes the calloc take its clear over; the calloc
+ * clears the block alone (or shares a large clear, prezero.h). */
+bool hz_rotation_reused_at_once(size_t size);
 
 /* Whether the block of size bytes being freed is to be released, not
  * cached: true once, when its class gives its spare back. */

@@ -1,6 +1,7 @@
-/* The two-block rotation (src/rotation.h): the trial's rules on a clock of
- * the test's own, then a tight calloc cycle through the recycler, which
- * must hand out only zeroed memory and come to run on two blocks. */
+/* The two-block rotation (src/rotation.h): the trial's rules and the
+ * callocs that come right after their frees, on a clock of the test's
+ * own, then a tight calloc cycle through the recycler, which must hand out
+ * only zeroed memory and come to run on two blocks. */
 #include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -117,12 +118,53 @@ static void a_broken_run_and_other_classes_start_no_trial(void **state)
 static void the_last_free_of_a_class_is_known(void **state)
 {
 	(void)state;
-	hz_rotation_freed(SIZE, 0x40000000);
+	hz_rotation_freed(SIZE, 0x40000000, clock_ns);
 	assert_false(hz_rotation_drops(SIZE)); /* watching: nothing to give back */
 	assert_true(hz_rotation_freed_last(SIZE, 0x40000000));
 	assert_true(hz_rotation_freed_last(SIZE + MiB, 0x40000000)); /* the same class */
 	assert_false(hz_rotation_freed_last(SIZE, 0x48000000));
 	assert_false(hz_rotation_freed_last(8 * MiB, 0x40000000));
+}
+
+/* A free of SIZE, then its class's calloc after_us later. */
+static void free_then_calloc(unsigned after_us)
+{
+	clock_ns += 1000 * 1000ull; /* the program's write: 1 ms */
+	hz_rotation_freed(SIZE, 0x40000000, clock_ns);
+	clock_ns += after_us * 1000ull;
+	hz_rotation_served(SIZE, clock_ns, HZ_ROT_CLEARS);
+}
+
+static void callocs_right_after_their_frees_leave_the_thread_asleep(void **state)
+{
+	(void)state;
+	for (int i = 0; i < RUN; i++) {
+		assert_false(hz_rotation_reused_at_once(SIZE));
+		free_then_calloc(3);
+	}
+	assert_true(hz_rotation_reused_at_once(SIZE));
+	assert_false(hz_rotation_reused_at_once(8 * MiB)); /* a class of its own */
+	/* 100 us after the free: the thread could have cleared 2 MiB. */
+	free_then_calloc(100);
+	assert_false(hz_rotation_reused_at_once(SIZE));
+	for (int i = 0; i < RUN; i++)
+		free_then_calloc(19);
+	assert_true(hz_rotation_reused_at_once(SIZE));
+	/* A calloc with no free of its class since the last one. */
+	calloc_after(1, HZ_ROT_CLEARS);
+	assert_false(hz_rotation_reused_at_once(SIZE));
+}
+
+static void a_class_trying_a_spare_wakes_the_thread(void **state)
+{
+	(void)state;
+	start_trial(true);
+	/* The spare's cycle: the thread clears the block freed while the
+	 * program writes the other, however soon the next calloc comes. */
+	for (int i = 0; i < 2 * RUN; i++) {
+		free_then_calloc(3);
+		assert_false(hz_rotation_reused_at_once(SIZE));
+	}
 }
 
 /* calloc, write all, free, as a program's tight loop: every block the
@@ -173,6 +215,9 @@ int main(void)
 		cmocka_unit_test_setup(a_cycle_no_faster_gives_the_spare_back_and_waits, reset),
 		cmocka_unit_test_setup(a_broken_run_and_other_classes_start_no_trial, reset),
 		cmocka_unit_test_setup(the_last_free_of_a_class_is_known, reset),
+		cmocka_unit_test_setup(callocs_right_after_their_frees_leave_the_thread_asleep,
+				       reset),
+		cmocka_unit_test_setup(a_class_trying_a_spare_wakes_the_thread, reset),
 		cmocka_unit_test_setup(tight_calloc_cycle_reads_zero_and_comes_to_two_blocks, reset),
 	};
 

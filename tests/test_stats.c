@@ -149,7 +149,7 @@ static void json_report_has_every_key(void **state)
 	" \"fallbacks\": {\"hugetlb_pool_short\": 1, \"hugetlb_mmap_failed\": 0, \"thp_unavailable\": 3, \"fresh_thp_slow\": 4, \"reservation_full\": 5, \"map_failed\": 6},\n"
 	" \"callocs\": 17, \"calloc_bytes\": 123456789, \"cleared_bytes\": 987654321, \"clear_ns\": 123456789,\n"
 	" \"cache_hits\": 1000, \"cache_misses\": 234, \"cache_bytes\": 67108864, \"cache_released_bytes\": 5000000000, \"prezeroed_bytes\": 777777777, \"prezero_ns\": 0, \"takeovers\": 3, \"takeovers_abandoned\": 1, \"prezero_starved\": 4, \"assisted_bytes\": 33554432,\n"
-	" \"rotation_trials\": 0, \"rotation_lost\": 0,\n"
+	" \"rotation_trials\": 0, \"rotation_lost\": 0, \"wakes_skipped\": 0,\n"
 	" \"cache_no_reuse\": 0, \"cache_no_reuse_bytes\": 0, \"cache_reuse_missed\": 0,\n"
 	" \"zeroed_bytes\": 0, \"dropped_bytes\": 0, \"zero_page_bytes\": 0,\n"
 	" \"thp_demoted\": 2, \"thp_promoted\": 9,\n"

@@ -258,6 +258,49 @@ static void a_cycle_of_a_rounded_up_size_reuses_its_block(void **state)
 	assert_true(hits >= ROUNDED_CYCLES - 5);
 }
 
+/* calloc 64 MiB, write its first byte, free, and again at once, in a
+ * program with threads (whose frees wake the pre-zero thread, as a
+ * single-threaded one's do only once its class shows reuse). The thread
+ * woken at each free came too late to clear anything, and the wake cost
+ * the cycle more than the calloc's own clear of the page. Once the
+ * class's callocs come right after its frees (hz_rotation_reused_at_once),
+ * a free leaves the thread asleep: after the first FIRST_BYTE_LEARN
+ * cycles, all but 2 of the rest (a calloc preempted after the free). */
+#define FIRST_BYTE_CYCLES 30 /* before the rotation's first trial, 32 */
+#define FIRST_BYTE_LEARN 10
+
+static void *no_work(void *arg)
+{
+	return arg;
+}
+
+static void a_first_byte_cycle_leaves_the_thread_asleep(void **state)
+{
+	const size_t size = 64 * MiB;
+	uint64_t skipped0 = 0, skipped;
+	pthread_t t;
+
+	(void)state;
+	assert_int_equal(pthread_create(&t, NULL, no_work, NULL), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	for (int i = 0; i < FIRST_BYTE_CYCLES; i++) {
+		unsigned char *p;
+
+		if (i == FIRST_BYTE_LEARN)
+			skipped0 = __atomic_load_n(&hz_stats.wakes_skipped, __ATOMIC_RELAXED);
+		p = hz_preload_calloc(1, size);
+		assert_non_null(p);
+		assert_int_equal(p[0], 0);
+		p[0] = DIRTY;
+		escape(p);
+		hz_preload_free(p);
+	}
+	skipped = __atomic_load_n(&hz_stats.wakes_skipped, __ATOMIC_RELAXED) - skipped0;
+	print_message("# %llu of the last %d frees left the thread asleep\n",
+		      (unsigned long long)skipped, FIRST_BYTE_CYCLES - FIRST_BYTE_LEARN);
+	assert_true(skipped >= FIRST_BYTE_CYCLES - FIRST_BYTE_LEARN - 2);
+}
+
 /* ---- 8 threads ---- */
 
 /* Every thread's live blocks, read by all threads with relaxed atomics:
@@ -499,6 +542,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest all[] = {
 		cmocka_unit_test(single_thread_sequence_keeps_contents),
 		cmocka_unit_test(a_cycle_of_a_rounded_up_size_reuses_its_block),
+		cmocka_unit_test(a_first_byte_cycle_leaves_the_thread_asleep),
 		cmocka_unit_test(eight_threads_race_the_prezero_thread),
 		cmocka_unit_test(calloc_takes_over_the_block_being_prezeroed),
 		cmocka_unit_test(fork_while_prezeroing_keeps_calloc_zero),
