@@ -32,11 +32,13 @@
 #define FIRST_RETRY 64
 #define MAX_WAIT 65536
 #define CLASSES 64
-/* A calloc this soon (ns) after its class's free came before a woken
- * pre-zero thread could clear much of the block: a futex wake reaches the
- * idle-priority thread on the other vCPU in 5-60 us here, and in 20 us it
- * clears at most 0.4 MiB. What it does start, the calloc takes over, and
- * that hand-over cost a 64 MiB first-byte cycle 2x the time (rotation.h). */
+/* A calloc this soon (ns) after its class's free comes before a woken
+ * pre-zero thread could clear much of the block. Measured on the 8 MiB-L3
+ * AMD EPYC VM: the futex call costs the freeing thread 3-4 us, and the
+ * idle-priority thread runs 8-27 us later (p10-p50; milliseconds when it
+ * is queued behind the program on its CPU); in 20 us it clears 0.4 MiB at
+ * most. The wake made a 64 MiB first-byte cycle 1.1-1.9x slower
+ * (bench/RESULTS.md, "Tenth session"). */
 #define AT_ONCE_NS 20000
 
 enum state {

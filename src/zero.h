@@ -18,10 +18,12 @@ enum hz_zero_how {
  *  - Pages never touched (not resident) read zero already: an untouched
  *    anonymous page is zero-filled on first access. The exception is a page
  *    swapped out, so when the system has swap those are dropped too.
- *  - Sparse use (HZ_ZERO_ANY and under half the pages resident): the whole
- *    range is dropped with one MADV_DONTNEED, and the kernel zero-fills the
- *    few pages the next user touches. Clearing would write whole huge pages
- *    the next user probably never touches.
+ *  - Sparse use (HZ_ZERO_ANY and under half the pages resident): runs of
+ *    256 KiB and more are dropped with MADV_DONTNEED, and the kernel
+ *    zero-fills the pages the next user touches (clearing would write whole
+ *    huge pages it probably never touches); shorter runs are cleared, which
+ *    costs less than their madvise (zero.c). With swap the whole range is
+ *    dropped with one call.
  *  - Dense use: runs of resident pages are cleared with hz_clear, which is
  *    faster than the kernel's fault-time clearing and keeps the pages mapped
  *    (on virtual machines, pages given back are slow to get again). The run
