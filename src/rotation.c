@@ -32,14 +32,6 @@
 #define FIRST_RETRY 64
 #define MAX_WAIT 65536
 #define CLASSES 64
-/* A calloc this soon (ns) after its class's free comes before a woken
- * pre-zero thread could clear much of the block. Measured on the 8 MiB-L3
- * AMD EPYC VM: the futex call costs the freeing thread 3-4 us, and the
- * idle-priority thread runs 8-27 us later (p10-p50; milliseconds when it
- * is queued behind the program on its CPU); in 20 us it clears 0.4 MiB at
- * most. The wake made a 64 MiB first-byte cycle 1.1-1.9x slower
- * (bench/RESULTS.md, "Tenth session"). */
-#define AT_ONCE_NS 20000
 
 enum state {
 	WATCHING, /* one block: counting callocs in a row that clear */
@@ -53,7 +45,7 @@ struct rot_class {
 	uint64_t freed_at;    /* ns of the class's last free */
 	uintptr_t freed;      /* start of the class's last freed block */
 	uint32_t run;         /* callocs in a row that cleared */
-	uint32_t at_once;     /* callocs in a row within AT_ONCE_NS of a free */
+	uint32_t at_once;     /* callocs in a row within HZ_ROTATION_AT_ONCE_NS of a free */
 	uint32_t without;     /* median period without the spare */
 	uint32_t cycles;      /* callocs since the last change of state */
 	uint32_t recheck;     /* ON: callocs before the next check */
@@ -136,7 +128,7 @@ void hz_rotation_served(size_t size, uint64_t now, enum hz_rotation_served how)
 {
 	struct rot_class *k = class_of(size);
 	uint64_t period = k->last != 0 && now > k->last ? (now - k->last) / 1000 : 0;
-	bool at_once = k->freed_at > k->last && now - k->freed_at < AT_ONCE_NS;
+	bool at_once = k->freed_at > k->last && now - k->freed_at < HZ_ROTATION_AT_ONCE_NS;
 
 	k->at_once = at_once ? k->at_once + (k->at_once < UINT32_MAX) : 0;
 	k->last = now;
@@ -190,7 +182,7 @@ bool hz_rotation_reused_at_once(size_t size)
 {
 	const struct rot_class *k = class_of(size);
 
-	return k->state == WATCHING && k->at_once >= RUN;
+	return k->state == WATCHING && k->at_once >= HZ_ROTATION_AT_ONCE_RUN;
 }
 
 bool hz_rotation_drops(size_t size)

@@ -41,11 +41,23 @@ void hz_rotation_served(size_t size, uint64_t now, enum hz_rotation_served how);
 /* A block of size bytes at start is being freed, at now (ns). */
 void hz_rotation_freed(size_t size, uintptr_t start, uint64_t now);
 
+/* A calloc this soon (ns) after its class's free comes before a woken
+ * pre-zero thread could clear much of the block. Measured on the 8 MiB-L3
+ * AMD EPYC VM: the futex call costs the freeing thread 3-4 us, and the
+ * idle-priority thread runs 8-27 us later (p10-p50; milliseconds when it
+ * is queued behind the program on its CPU); in 20 us it clears 0.4 MiB at
+ * most. The wake made a 64 MiB first-byte cycle 1.1-1.9x slower
+ * (bench/RESULTS.md, "Tenth session"). */
+#define HZ_ROTATION_AT_ONCE_NS 20000
+/* Such callocs in a row before a free leaves the thread asleep. */
+#define HZ_ROTATION_AT_ONCE_RUN 8
+
 /* Whether a block of size bytes being freed will be asked for again before
- * the pre-zero thread could clear much of it: the class's last RUN
- * callocs each came right after its free, and it keeps no spare. Waking
- * the thread then only makes the calloc take its clear over; the calloc
- * clears the block alone (or shares a large clear, prezero.h). */
+ * the pre-zero thread could clear much of it: the class's last
+ * HZ_ROTATION_AT_ONCE_RUN callocs each came right after its free, and it
+ * keeps no spare. Waking the thread then only makes the calloc take its
+ * clear over; the calloc clears the block alone (or shares a large clear,
+ * prezero.h). */
 bool hz_rotation_reused_at_once(size_t size);
 
 /* Whether the block of size bytes being freed is to be released, not
