@@ -345,6 +345,16 @@ static void show_clearing(void)
 	printf("  auto: %s below HUGEZERO_CLEAR_NT_MIN (%llu bytes), %s from there on\n",
 	       hz_clear_kernel_for(1), (unsigned long long)hz_config()->clear_nt_min,
 	       hz_clear_kernel_for((size_t)1 << 30));
+	/* zero.c: a calloc's own clear of a block that fits in half the
+	 * last-level cache uses cached stores, so the program's writes hit. */
+	if (hz_prim_llc_size() == 0)
+		printf("  last-level cache: size unknown (/sys/devices/system/cpu/cpu0/cache "
+		       "tells none), so calloc clears with the kernels above\n");
+	else
+		printf("  last-level cache: %llu KiB, so calloc clears blocks up to %llu KiB "
+		       "with cached stores\n",
+		       (unsigned long long)(hz_prim_llc_size() >> 10),
+		       (unsigned long long)(hz_prim_llc_size() >> 11));
 }
 
 static void format_value(enum hz_option_id id, char *out, size_t size)
