@@ -1,6 +1,7 @@
-/* Small helpers shared by the C tests: the KiB/MiB/GiB units, a
- * reproducible pseudo-random sequence and a reader of /proc/self/smaps. Header-only, so every test
- * program (and every build, cross builds included) takes what it uses. */
+/* Small helpers shared by the C tests: the KiB/MiB/GiB units, a monotonic
+ * clock, a reproducible pseudo-random sequence and a reader of
+ * /proc/self/smaps. Header-only, so every test program (and every build,
+ * cross builds included) takes what it uses. */
 #ifndef HZ_TESTS_UTIL_H
 #define HZ_TESTS_UTIL_H
 
@@ -12,11 +13,21 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
 #define GiB ((size_t)1 << 30)
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+static inline uint64_t hz_test_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* xorshift64: fast, and the same sequence for the same seed everywhere,
  * so a failing run can be repeated. The seed must not be 0. */

@@ -347,14 +347,14 @@ static void show_clearing(void)
 	       hz_clear_kernel_for((size_t)1 << 30));
 	/* zero.c: a calloc's own clear of a block that fits in half the
 	 * last-level cache uses cached stores, so the program's writes hit. */
-	if (hz_prim_llc_size() == 0)
+	unsigned long long llc = hz_prim_llc_size();
+
+	if (llc == 0)
 		printf("  last-level cache: size unknown (/sys/devices/system/cpu/cpu0/cache "
 		       "tells none), so calloc clears with the kernels above\n");
 	else
 		printf("  last-level cache: %llu KiB, so calloc clears blocks up to %llu KiB "
-		       "with cached stores\n",
-		       (unsigned long long)(hz_prim_llc_size() >> 10),
-		       (unsigned long long)(hz_prim_llc_size() >> 11));
+		       "with cached stores\n", llc >> 10, llc >> 11);
 }
 
 static void format_value(enum hz_option_id id, char *out, size_t size)

@@ -37,14 +37,6 @@
 #define HOLD_NS 8000000000ull
 #define BOUND_NS 1500000000ull
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void nap_ms(unsigned ms)
 {
 	usleep(ms * 1000u);
@@ -72,8 +64,8 @@ static void hook(enum hz_prezero_point point)
 		return; /* not this point, or already held once */
 	hold = __atomic_load_n(&armed, __ATOMIC_ACQUIRE);
 	__atomic_store_n(&reached, hold, __ATOMIC_RELEASE);
-	t0 = now_ns();
-	while (__atomic_load_n(&let_out, __ATOMIC_ACQUIRE) < hold && now_ns() - t0 < HOLD_NS)
+	t0 = hz_test_now_ns();
+	while (__atomic_load_n(&let_out, __ATOMIC_ACQUIRE) < hold && hz_test_now_ns() - t0 < HOLD_NS)
 		nap_ms(1);
 	__atomic_store_n(&left, hold, __ATOMIC_RELEASE);
 }
@@ -94,9 +86,9 @@ static bool reached_last(void)
 
 static bool wait_held(uint64_t ns)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = hz_test_now_ns();
 
-	while (!reached_last() && now_ns() - t0 < ns)
+	while (!reached_last() && hz_test_now_ns() - t0 < ns)
 		nap_ms(1);
 	return reached_last();
 }
@@ -125,11 +117,11 @@ static void let_go(void)
 /* Wait until the thread is out of every hold it reached. */
 static void wait_out(uint64_t ns)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = hz_test_now_ns();
 
 	while (__atomic_load_n(&left, __ATOMIC_ACQUIRE) <
 		       __atomic_load_n(&reached, __ATOMIC_ACQUIRE) &&
-	       now_ns() - t0 < ns)
+	       hz_test_now_ns() - t0 < ns)
 		nap_ms(1);
 }
 
@@ -207,14 +199,14 @@ static void *run_operations(void *arg)
 static void operations_within_bound(size_t size, const char *held_where)
 {
 	struct run r = { size, NULL, 0 };
-	uint64_t t0 = now_ns(), took;
+	uint64_t t0 = hz_test_now_ns(), took;
 	pthread_t t;
 	bool done;
 
 	assert_int_equal(pthread_create(&t, NULL, run_operations, &r), 0);
-	while (!__atomic_load_n(&r.done, __ATOMIC_ACQUIRE) && now_ns() - t0 < 4 * BOUND_NS)
+	while (!__atomic_load_n(&r.done, __ATOMIC_ACQUIRE) && hz_test_now_ns() - t0 < 4 * BOUND_NS)
 		nap_ms(1);
-	took = now_ns() - t0;
+	took = hz_test_now_ns() - t0;
 	done = __atomic_load_n(&r.done, __ATOMIC_ACQUIRE);
 	let_go(); /* free it either way */
 	assert_int_equal(pthread_join(t, NULL), 0);
@@ -393,9 +385,9 @@ static void held_inside_a_shared_clear(void **state)
 		 * fresh memory faults slowly (bench/RESULTS.md, "Eleventh
 		 * session"). */
 		dirty_free(size);
-		t0 = now_ns();
+		t0 = hz_test_now_ns();
 		p = hz_preload_calloc(1, size);
-		r.done = (int)(now_ns() - t0 < BOUND_NS);
+		r.done = (int)(hz_test_now_ns() - t0 < BOUND_NS);
 		assert_non_null(p);
 		if (!all_zero(p, size))
 			fail_msg("calloc of a dirty %zu MiB block is not zero", size / MiB);
@@ -403,7 +395,7 @@ static void held_inside_a_shared_clear(void **state)
 		if (!r.done)
 			fail_msg("with the pre-zero thread held inside a chunk of its clear, "
 				 "calloc of %zu MiB took %.1f s: it waited for the thread",
-				 size / MiB, (double)(now_ns() - t0) / 1e9);
+				 size / MiB, (double)(hz_test_now_ns() - t0) / 1e9);
 	}
 	if (!reached_last()) {
 		__atomic_store_n(&hold_at, -1, __ATOMIC_RELEASE);

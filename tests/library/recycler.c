@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -287,14 +286,6 @@ static void *no_work(void *arg)
 	return arg;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void a_first_byte_cycle_leaves_the_thread_asleep(void **state)
 {
 	const size_t size = 64 * MiB;
@@ -311,14 +302,14 @@ static void a_first_byte_cycle_leaves_the_thread_asleep(void **state)
 
 		if (i == FIRST_BYTE_LEARN)
 			skipped0 = __atomic_load_n(&hz_stats.wakes_skipped, __ATOMIC_RELAXED);
-		if (i > 0 && now_ns() - freed_at >= SLOW_NS)
+		if (i > 0 && hz_test_now_ns() - freed_at >= SLOW_NS)
 			slow++;
 		p = hz_preload_calloc(1, size);
 		assert_non_null(p);
 		assert_int_equal(p[0], 0);
 		p[0] = DIRTY;
 		escape(p);
-		freed_at = now_ns();
+		freed_at = hz_test_now_ns();
 		hz_preload_free(p);
 	}
 	skipped = __atomic_load_n(&hz_stats.wakes_skipped, __ATOMIC_RELAXED) - skipped0;
