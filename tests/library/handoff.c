@@ -325,9 +325,9 @@ static void malloc_takes_its_part_of_a_merged_span_being_zeroed(void **state)
 	const size_t size = 16 * MiB;
 	unsigned char *demand = hz_preload_calloc(1, 2 * size); /* kept: calloc demand */
 	unsigned char *p = hz_preload_malloc(size), *q = hz_preload_malloc(size), *r, *s = NULL;
-	uint64_t takeovers, hits, misses;
+	uint64_t takeovers, hits, misses, released;
 	unsigned asleep;
-	bool late;
+	bool late, given_back;
 
 	(void)state;
 	assert_non_null(demand);
@@ -345,17 +345,24 @@ static void malloc_takes_its_part_of_a_merged_span_being_zeroed(void **state)
 	let_go_to(asleep);
 	held_or_skip("started zeroing");
 	takeovers = hz_stats.takeovers;
+	released = hz_stats.cache_released_bytes;
 	r = malloc_after_the_hold(size, p, &late);
-	if (!late) { /* the rest, q's part, is in the table */
+	/* The rest goes back to the table, unless the thread was in its turn
+	 * there at that moment: then it is given back (recycle.c,
+	 * put_back_rest), and the next malloc maps it afresh. Seen once in
+	 * CI under qemu-aarch64, with both tests of the suite running. */
+	given_back = hz_stats.cache_released_bytes - released >= size;
+	if (!late) { /* the rest, q's part, is in the table or given back */
 		hits = hz_stats.cache_hits;
 		misses = hz_stats.cache_misses;
 		s = hz_preload_malloc(size);
 		assert_ptr_equal(s, q);
-		assert_int_equal(hz_stats.cache_hits, hits + 1);
-		assert_int_equal(hz_stats.cache_misses, misses);
-		printf("# %s\n", hz_stats.takeovers == takeovers + 1
-					  ? "taken from the thread, the rest put back"
-					  : "the thread had finished: both from the table");
+		assert_int_equal(hz_stats.cache_hits, hits + !given_back);
+		assert_int_equal(hz_stats.cache_misses, misses + given_back);
+		printf("# %s\n", given_back ? "taken from the thread, the rest given back"
+			 : hz_stats.takeovers == takeovers + 1
+				 ? "taken from the thread, the rest put back"
+				 : "the thread had finished: both from the table");
 	}
 	hz_preload_free(r);
 	hz_preload_free(s);
