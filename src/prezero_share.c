@@ -15,6 +15,7 @@
 
 #include "backing.h"
 #include "prim/prim.h"
+#include "promote.h"
 #include "range.h"
 #include "stats.h"
 
@@ -219,12 +220,17 @@ bool hz_prezero_share_fork_child(struct hz_span *left)
 	return had;
 }
 
-/* Sparse use earns 4 KiB pages: a block whose last user touched under half
+/* Sparse use earns 4 KiB pages: a block whose last user touched under 1/16
  * of it is dropped (hz_zero_choose) and gets MADV_NOHUGEPAGE, so the next
  * sparse user faults 4 KiB pages instead of zeroing 2 MiB per touch and the
- * RSS stays what glibc's would be. Dense use earns THP back. */
+ * RSS stays what glibc's would be. Dense use earns THP back, and so does a
+ * lazy block's (it starts on 4 KiB pages, backing.c): the next user's
+ * faults beyond what is resident are then one per 2 MiB, not 512. Either
+ * way the use is the evidence for the next fresh block of the size
+ * (promote.h). */
 void hz_prezero_adapt_backing(struct hz_span *s, enum hz_zero_method m)
 {
+	hz_promote_class_note(hz_span_bytes(s), m == HZ_ZERO_CLEAR);
 	if (m == HZ_ZERO_DROP && s->backing == HZ_BACKING_THP &&
 	    hz_prim_madvise((void *)s->range.start, hz_span_bytes(s), MADV_NOHUGEPAGE) == 0) {
 		s->backing = HZ_BACKING_SMALL;

@@ -139,6 +139,16 @@ static void note_class(const struct slot *s)
 	__atomic_store_n(&class_dense[hz_size_class(s->len)], s->whole, __ATOMIC_RELAXED);
 }
 
+void hz_promote_class_note(size_t len, bool dense)
+{
+	uint8_t *c = &class_dense[hz_size_class(len)];
+
+	/* Read first: every recycled block notes, and a store to a line the
+	 * other threads read would bounce it for nothing. */
+	if (__atomic_load_n(c, __ATOMIC_RELAXED) != dense)
+		__atomic_store_n(c, dense, __ATOMIC_RELAXED);
+}
+
 void hz_promote_class_used(size_t len)
 {
 	__atomic_store_n(&class_dense[hz_size_class(len)], 0, __ATOMIC_RELAXED);

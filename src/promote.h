@@ -47,8 +47,13 @@ uint64_t hz_promote_tick(uint64_t now);
 
 /* Evidence for a fresh block of len bytes: the last block of its size
  * class (a power of two) that the promoter finished with was dense
- * (collapsed whole). */
+ * (collapsed whole), or the last one the recycler zeroed was (cleared, not
+ * dropped: hz_zero_choose), whichever came last. */
 bool hz_promote_class_dense(size_t len);
+
+/* The recycler zeroed a block of len bytes: dense (cleared) or sparse
+ * (dropped) use, the evidence for its class. */
+void hz_promote_class_note(size_t len, bool dense);
 
 /* The evidence of len's class was used (a block got THP at once on it):
  * the next block of the class starts on 4 KiB pages again. */

@@ -18,7 +18,7 @@ enum hz_zero_how {
  *  - Pages never touched (not resident) read zero already: an untouched
  *    anonymous page is zero-filled on first access. The exception is a page
  *    swapped out, so when the system has swap those are dropped too.
- *  - Sparse use (HZ_ZERO_ANY and under half the pages resident): runs of
+ *  - Sparse use (HZ_ZERO_ANY and under 1/16 of the pages resident): runs of
  *    256 KiB and more are dropped with MADV_DONTNEED, and the kernel
  *    zero-fills the pages the next user touches (clearing would write whole
  *    huge pages it probably never touches); shorter runs are cleared, which

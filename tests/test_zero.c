@@ -18,7 +18,7 @@
 #include "zero.h"
 
 #define PAGE ((size_t)4096)
-#define PAGES 512 /* 2 MiB */
+#define PAGES 2048 /* 8 MiB */
 
 static unsigned char *map_range(void)
 {
@@ -100,11 +100,35 @@ static bool have_swap(void)
 	return sysinfo(&si) != 0 || si.totalswap > 0;
 }
 
-/* Sparse use (under half the pages resident): a run of 256 KiB is
+/* A quarter written from the start (a buffer filled partly): under half
+ * but not sparse (src/zero.c, SPARSE_DIV). Its pages are cleared and stay
+ * mapped, as the next user likely writes them again: a drop would cost
+ * that user a fault per page. */
+static void quarter_use_is_cleared_not_dropped(void **state)
+{
+	unsigned char *p, vec[PAGES];
+	enum hz_zero_method m = HZ_ZERO_DROP;
+
+	(void)state;
+	need_residency();
+	p = map_range();
+	memset(p, 3, PAGES / 4 * PAGE);
+	assert_int_equal(hz_zero_choose((uintptr_t)p, PAGES * PAGE, HZ_ZERO_ANY, &m), 0);
+	assert_int_equal(m, HZ_ZERO_CLEAR);
+	assert_int_equal(hz_zero_with((uintptr_t)p, PAGES * PAGE, 0, m, HZ_ZERO_ANY),
+			 PAGES / 4 * PAGE);
+	assert_int_equal(mincore(p, PAGES * PAGE, vec), 0);
+	for (size_t i = 0; i < PAGES / 4; i++)
+		assert_true(vec[i] & 1);
+	assert_all_zero(p, PAGES * PAGE);
+	munmap(p, PAGES * PAGE);
+}
+
+/* Sparse use (under 1/16 of the pages resident): a run of 256 KiB is
  * dropped, not written (the kernel zeroes what is touched again); single
  * pages are cleared, which costs less than their madvise, let alone the
  * program's fault after it (src/zero.c, DROP_RUN_MIN). */
-#define RUN_AT 288 /* apart from the single pages, every 64th */
+#define RUN_AT 288 /* apart from the single pages, every 64th: 95 of 2048 */
 #define RUN_PAGES 64 /* 256 KiB */
 
 static void sparse_use_drops_long_runs_and_clears_single_pages(void **state)
@@ -187,6 +211,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(dense_use_clears_only_touched_pages),
 		cmocka_unit_test(fully_written_range_is_cleared_whole),
+		cmocka_unit_test(quarter_use_is_cleared_not_dropped),
 		cmocka_unit_test(sparse_use_drops_long_runs_and_clears_single_pages),
 		cmocka_unit_test(range_with_a_hole_is_never_written_through),
 	};

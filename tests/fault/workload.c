@@ -205,7 +205,7 @@ static unsigned char *big_calloc(struct ctx *c, int line, size_t size)
 	return p;
 }
 
-/* Touch one byte every 256 KiB: under half the pages, so the block is
+/* Touch one byte every 256 KiB: under 1/16 of the pages, so the block is
  * dropped rather than cleared when it comes back for a calloc. */
 static void sparse_use(struct ctx *c, int line, size_t size)
 {
