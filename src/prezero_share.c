@@ -167,7 +167,7 @@ int hz_prezero_zero_for_calloc(const struct hz_span *s, size_t dirty, enum hz_ze
 	struct hz_range block = hz_range_make(s->range.start, dirty), head, body, tail;
 	size_t mine, helped = 0;
 
-	if (m != HZ_ZERO_CLEAR || p->split_min == 0 || dirty < p->split_min ||
+	if (m == HZ_ZERO_DROP || p->split_min == 0 || dirty < p->split_min ||
 	    dirty < 2 * SHARE_CHUNK || !hz_prezero_can_help()) {
 		*written = zero_part(block, block.start, m, how);
 		return 0;
@@ -223,14 +223,19 @@ bool hz_prezero_share_fork_child(struct hz_span *left)
 /* Sparse use earns 4 KiB pages: a block whose last user touched under 1/16
  * of it is dropped (hz_zero_choose) and gets MADV_NOHUGEPAGE, so the next
  * sparse user faults 4 KiB pages instead of zeroing 2 MiB per touch and the
- * RSS stays what glibc's would be. Dense use earns THP back, and so does a
- * lazy block's (it starts on 4 KiB pages, backing.c): the next user's
- * faults beyond what is resident are then one per 2 MiB, not 512. Either
- * way the use is the evidence for the next fresh block of the size
- * (promote.h). */
+ * RSS stays what glibc's would be. Dense use (half or more) earns THP back,
+ * and so does a lazy block's (it starts on 4 KiB pages, backing.c): the
+ * next user's faults beyond what is resident are then one per 2 MiB, not
+ * 512. Use in between changes nothing. Sparse and dense use are the
+ * evidence for the next fresh block of the size (promote.h). */
 void hz_prezero_adapt_backing(struct hz_span *s, enum hz_zero_method m)
 {
-	hz_promote_class_note(hz_span_bytes(s), m == HZ_ZERO_CLEAR);
+	/* Evidence only where the choice reflects residency: hugetlb spans are
+	 * always cleared, and so is every span where mincore cannot be
+	 * trusted (emulators). */
+	if (hz_span_zero_how(s) == HZ_ZERO_ANY && hz_zero_residency_trusted() &&
+	    m != HZ_ZERO_CLEAR_PART)
+		hz_promote_class_note(hz_span_bytes(s), m == HZ_ZERO_CLEAR);
 	if (m == HZ_ZERO_DROP && s->backing == HZ_BACKING_THP &&
 	    hz_prim_madvise((void *)s->range.start, hz_span_bytes(s), MADV_NOHUGEPAGE) == 0) {
 		s->backing = HZ_BACKING_SMALL;

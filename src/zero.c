@@ -91,12 +91,30 @@ struct kept {
 
 static __thread struct kept kept;
 
+/* What the last user left: its resident bytes, and the bytes of the
+ * 2 MiB ranges holding them (what huge pages would make resident). */
+struct use {
+	size_t resident, huge;
+	uintptr_t huge_end; /* the end of the last 2 MiB range counted */
+};
+
+static void count_use(struct use *u, struct hz_range run)
+{
+	uintptr_t from = hz_align_down(run.start, HZ_SZ_2M), to = hz_align_up(run.end, HZ_SZ_2M);
+
+	u->resident += hz_range_len(run);
+	if (from < u->huge_end)
+		from = u->huge_end; /* the runs come in address order */
+	if (to > from)
+		u->huge += to - from;
+	if (to > u->huge_end)
+		u->huge_end = to;
+}
+
 static void keep_run(void *ctx, struct hz_range run, enum hz_prim_res res)
 {
-	size_t *data = ctx;
-
 	if (res == HZ_RES_DATA)
-		*data += hz_range_len(run);
+		count_use(ctx, run);
 	if (kept.count < KEPT_RUNS)
 		kept.runs[kept.count] = (struct kept_run){ run, res };
 	else
@@ -196,15 +214,15 @@ static void finish_run(void *ctx, struct hz_range run, enum hz_prim_res res)
  * hz_prim_residency_scan). -ENOMEM: the range has a hole
  * (hz_prim_all_mapped confirms it; when it finds none, residency is
  * unknown: all used). A clean pass is kept for hz_zero_with. */
-static int resident_bytes(uintptr_t start, size_t len, size_t *bytes)
+static int last_use(uintptr_t start, size_t len, struct use *u)
 {
 	bool exact;
 	int ret;
 
-	*bytes = 0;
+	*u = (struct use){ .resident = 0 };
 	kept = (struct kept){ .valid = true, .epoch = hz_blocks_handouts(),
 			      .range = hz_range_make(start, len) };
-	ret = hz_prim_residency_scan(start, len, keep_run, bytes, &exact);
+	ret = hz_prim_residency_scan(start, len, keep_run, u, &exact);
 	kept.exact = exact;
 	if (ret != 0)
 		kept.valid = false;
@@ -212,7 +230,7 @@ static int resident_bytes(uintptr_t start, size_t len, size_t *bytes)
 		return 0;
 	if (!hz_prim_all_mapped(start, len))
 		return -ENOMEM;
-	*bytes = len;
+	*u = (struct use){ .resident = len, .huge = len };
 	return 0;
 }
 
@@ -269,21 +287,36 @@ static size_t zero_resident_runs(uintptr_t start, size_t len, uintptr_t hint,
  * 1.7-1.8 (bench/RESULTS.md, "Twelfth session"). */
 #define SPARSE_DIV 16
 
+/* Dense use, which earns huge pages (prezero_share.c): the 2 MiB ranges
+ * holding the resident pages are at most twice their bytes, so that huge
+ * pages there (khugepaged collapses a range with a single page in it)
+ * cost at most twice the RSS the user made. A block written from its start
+ * (a buffer filled in part) is dense; one with pages scattered over it is
+ * not, unless half of it or more is resident. */
+static bool dense(const struct use *u)
+{
+	return u->huge <= 2 * u->resident;
+}
+
 /* A sparse range's next user is unlikely to touch its pages either: the
  * zeroing is left to the kernel, on demand. */
 int hz_zero_choose(uintptr_t start, size_t len, enum hz_zero_how how,
 		   enum hz_zero_method *method)
 {
-	size_t resident;
+	struct use u;
 
 	/* mincore tells a hole (ENOMEM) even where it cannot be trusted to
 	 * tell residency (emulators), and it costs a few microseconds per
 	 * 64 MiB: asked for every range, before anything is written. */
-	if (resident_bytes(start, len, &resident) != 0)
+	if (last_use(start, len, &u) != 0)
 		return -EFAULT;
-	*method = how == HZ_ZERO_ANY && hz_zero_residency_trusted() && resident < len / SPARSE_DIV
-			  ? HZ_ZERO_DROP
-			  : HZ_ZERO_CLEAR;
+	*method = HZ_ZERO_CLEAR;
+	if (how != HZ_ZERO_ANY || !hz_zero_residency_trusted())
+		return 0;
+	if (u.resident < len / SPARSE_DIV)
+		*method = HZ_ZERO_DROP;
+	else if (!dense(&u))
+		*method = HZ_ZERO_CLEAR_PART;
 	return 0;
 }
 

@@ -36,8 +36,13 @@ size_t hz_zero_range(uintptr_t start, size_t len, uintptr_t hint,
 		     enum hz_zero_how how);
 
 /* hz_zero_range in two steps, for callers that act on the choice (the
- * recycler gives sparsely used blocks 4 KiB pages from then on). */
-enum hz_zero_method { HZ_ZERO_DROP, HZ_ZERO_CLEAR };
+ * recycler gives sparsely used blocks 4 KiB pages from then on, and densely
+ * used ones huge pages). */
+enum hz_zero_method {
+	HZ_ZERO_DROP,       /* sparse use, under 1/16 resident: long runs dropped */
+	HZ_ZERO_CLEAR,      /* dense use (zero.c): runs cleared */
+	HZ_ZERO_CLEAR_PART, /* scattered use: runs cleared, not evidence of density */
+};
 
 /* Choose how to zero [start, start + len) into *method. Returns 0, or
  * -EFAULT when part of the range is not mapped at all (mincore: ENOMEM; a
