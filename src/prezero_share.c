@@ -223,10 +223,10 @@ bool hz_prezero_share_fork_child(struct hz_span *left)
 /* Sparse use earns 4 KiB pages: a block whose last user touched under 1/16
  * of it is dropped (hz_zero_choose) and gets MADV_NOHUGEPAGE, so the next
  * sparse user faults 4 KiB pages instead of zeroing 2 MiB per touch and the
- * RSS stays what glibc's would be. Dense use (half or more) earns THP back,
- * and so does a lazy block's (it starts on 4 KiB pages, backing.c): the
- * next user's faults beyond what is resident are then one per 2 MiB, not
- * 512. Use in between changes nothing. Sparse and dense use are the
+ * RSS stays what glibc's would be. Dense use (zero.c: a prefix, or half
+ * or more) earns THP back, and so does a lazy block's (it starts on 4 KiB
+ * pages, backing.c): the next user's faults beyond what is resident are
+ * then one per 2 MiB, not 512. Scattered use in between changes nothing. Sparse and dense use are the
  * evidence for the next fresh block of the size (promote.h). */
 void hz_prezero_adapt_backing(struct hz_span *s, enum hz_zero_method m)
 {
