@@ -67,15 +67,7 @@ static unsigned long smaps_kb(const char *entry, const char *field)
 
 static int thp_never(void)
 {
-	char buf[128] = "";
-	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-
-	if (f) {
-		if (!fgets(buf, sizeof(buf), f))
-			buf[0] = '\0';
-		fclose(f);
-	}
-	return strstr(buf, "[never]") != NULL;
+	return hz_test_thp_mode_is("[never]");
 }
 
 /* prctl(PR_SET_VMA_ANON_NAME) works here (CONFIG_ANON_VMA_NAME). */

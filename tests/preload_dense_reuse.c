@@ -29,26 +29,13 @@ static void written(void *p)
 	__asm__ volatile("" : : "r"(p) : "memory");
 }
 
-static bool thp_madvise(void)
-{
-	char buf[128] = "";
-	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-
-	if (f) {
-		if (!fgets(buf, sizeof(buf), f))
-			buf[0] = '\0';
-		fclose(f);
-	}
-	return strstr(buf, "[madvise]") != NULL;
-}
-
 static void reused_half_written_block_gets_huge_pages(void **state)
 {
 	unsigned char *p;
 	uint64_t huge;
 
 	(void)state;
-	if (getenv("HZ_UNDER_EMULATOR") || !thp_madvise()) {
+	if (getenv("HZ_UNDER_EMULATOR") || !hz_test_thp_mode_is("[madvise]")) {
 		print_message("skipped: THP is not in \"madvise\" mode here, or the test runs "
 			      "under an emulator\n");
 		skip();

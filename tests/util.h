@@ -66,6 +66,21 @@ static inline uint64_t hz_test_smaps_sum(uintptr_t lo, uintptr_t hi, const char 
 	return kb * 1024;
 }
 
+/* Whether THP's sysfs mode is mode ("[always]", "[madvise]" or
+ * "[never]", brackets included); false when it cannot be read. */
+static inline bool hz_test_thp_mode_is(const char *mode)
+{
+	char buf[128] = "";
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = '\0';
+		fclose(f);
+	}
+	return strstr(buf, mode) != NULL;
+}
+
 /* A pattern that depends on seed and on each 8-byte word's offset (so a
  * page mapped at the wrong place shows), its check (offset of the first
  * word that differs, or len), and the offset of the first non-zero byte
