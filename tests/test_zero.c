@@ -20,12 +20,21 @@
 #define PAGE ((size_t)4096)
 #define PAGES 2048 /* 8 MiB */
 
+#define HUGE ((size_t)2 << 20)
+
+/* 2 MiB aligned, as a hugezero block is: which 2 MiB ranges the used pages
+ * fall in decides dense use (src/zero.c), and qemu-user places a mapping
+ * anywhere. */
 static unsigned char *map_range(void)
 {
-	void *p = mmap(NULL, PAGES * PAGE, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char *m = mmap(NULL, PAGES * PAGE + HUGE, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), *p;
 
-	assert_true(p != MAP_FAILED);
+	assert_true(m != MAP_FAILED);
+	p = (unsigned char *)(((uintptr_t)m + HUGE - 1) & ~(HUGE - 1));
+	if (p > m)
+		assert_int_equal(munmap(m, (size_t)(p - m)), 0);
+	assert_int_equal(munmap(p + PAGES * PAGE, (size_t)(m + HUGE - p)), 0);
 	/* 4 KiB pages: each page's residency is its own. */
 	assert_int_equal(madvise(p, PAGES * PAGE, MADV_NOHUGEPAGE), 0);
 	return p;
