@@ -226,8 +226,9 @@ bool hz_prezero_share_fork_child(struct hz_span *left)
  * RSS stays what glibc's would be. Dense use (zero.c: a prefix, or half
  * or more) earns THP back, and so does a lazy block's (it starts on 4 KiB
  * pages, backing.c): the next user's faults beyond what is resident are
- * then one per 2 MiB, not 512. Scattered use in between changes nothing. Sparse and dense use are the
- * evidence for the next fresh block of the size (promote.h). */
+ * then one per 2 MiB, not 512. Scattered use in between changes nothing.
+ * Sparse and dense use are the evidence for the next fresh block of the
+ * size (promote.h). */
 void hz_prezero_adapt_backing(struct hz_span *s, enum hz_zero_method m)
 {
 	/* Evidence only where the choice reflects residency: hugetlb spans are

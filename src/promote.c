@@ -132,13 +132,7 @@ bool hz_promote_class_dense(size_t len)
 	return __atomic_load_n(&class_dense[hz_size_class(len)], __ATOMIC_RELAXED) != 0;
 }
 
-/* A block range the promoter finished with is the evidence for its size
- * class: dense when collapsed whole. */
-static void note_class(const struct slot *s)
-{
-	__atomic_store_n(&class_dense[hz_size_class(s->len)], s->whole, __ATOMIC_RELAXED);
-}
-
+/* Every writer of the evidence comes here. */
 void hz_promote_class_note(size_t len, bool dense)
 {
 	uint8_t *c = &class_dense[hz_size_class(len)];
@@ -149,9 +143,16 @@ void hz_promote_class_note(size_t len, bool dense)
 		__atomic_store_n(c, dense, __ATOMIC_RELAXED);
 }
 
+/* A block range the promoter finished with is the evidence for its size
+ * class: dense when collapsed whole. */
+static void note_class(const struct slot *s)
+{
+	hz_promote_class_note(s->len, s->whole);
+}
+
 void hz_promote_class_used(size_t len)
 {
-	__atomic_store_n(&class_dense[hz_size_class(len)], 0, __ATOMIC_RELAXED);
+	hz_promote_class_note(len, false);
 }
 
 bool hz_promote_block_range(uintptr_t start)
@@ -200,7 +201,7 @@ static void slot_freed(struct ending e)
 	if (e.kind == HZ_PROMOTE_MMAP)
 		__atomic_sub_fetch(&mmap_count, 1, __ATOMIC_RELAXED);
 	else if (e.done)
-		__atomic_store_n(&class_dense[hz_size_class(e.len)], e.whole, __ATOMIC_RELAXED);
+		hz_promote_class_note(e.len, e.whole);
 }
 
 /* Free a live slot, or tell the promoter working on it to free it (dead).

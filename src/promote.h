@@ -51,8 +51,9 @@ uint64_t hz_promote_tick(uint64_t now);
  * dropped: hz_zero_choose), whichever came last. */
 bool hz_promote_class_dense(size_t len);
 
-/* The recycler zeroed a block of len bytes: dense (cleared) or sparse
- * (dropped) use, the evidence for its class. */
+/* Evidence for len's class: the recycler zeroed a block of len bytes used
+ * densely (cleared) or sparsely (dropped). The promoter's own findings go
+ * through it too. */
 void hz_promote_class_note(size_t len, bool dense);
 
 /* The evidence of len's class was used (a block got THP at once on it):
