@@ -234,9 +234,17 @@ static int is_jemalloc(const void *fn, void **mallocx, void **rallocx)
 
 	*mallocx = dlsym(RTLD_DEFAULT, "mallocx");
 	*rallocx = dlsym(RTLD_DEFAULT, "rallocx");
-	/* A program's dlerror() must not see our lookup's failure. */
+	/* A program's dlerror() must not see our lookup's failure, and
+	 * dlerror() is not ours to call: it translates its message through
+	 * gettext, which takes the locale locks, and this runs inside the
+	 * program's first malloc, which bindtextdomain and newlocale make
+	 * holding one of them for writing. gettext's read lock then fails and
+	 * its unlock releases the caller's lock, whose own unlock corrupts it:
+	 * postgres, curl and gpg hung at their next setlocale. A lookup that
+	 * succeeds clears the thread's pending error instead (glibc's
+	 * _dlerror_run drops it at every dl* call). */
 	if (!*mallocx || !*rallocx)
-		(void)dlerror();
+		(void)dlsym(RTLD_DEFAULT, "malloc");
 	return *mallocx && *rallocx && dladdr(fn, &a) && dladdr(*mallocx, &b) &&
 	       dladdr(*rallocx, &c) && a.dli_fbase == b.dli_fbase && a.dli_fbase == c.dli_fbase;
 }
