@@ -64,19 +64,34 @@ static void need_residency(void)
 	}
 }
 
-/* Is PAGEMAP_SCAN answering here (Linux 6.7+, /proc mounted)? */
-static bool pagemap_works(void)
+/* PAGEMAP_SCAN of one new page, read first when asked: the number of
+ * regions (1 where the scan answers), the first one's categories in *cat. */
+static int scan_one_page(bool read_first, uint64_t *cat)
 {
 	unsigned char *p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 				-1, 0);
+	volatile unsigned char sink;
 	struct hz_prim_page_region r[2];
 	uintptr_t end;
 	int n;
 
 	assert_true(p != MAP_FAILED);
+	if (read_first) {
+		sink = p[0];
+		(void)sink;
+	}
 	n = hz_prim_pagemap_scan((uintptr_t)p, (uintptr_t)p + PAGE, r, 2, &end);
+	*cat = n == 1 ? r[0].categories : 0;
 	munmap(p, PAGE);
-	return n == 1;
+	return n;
+}
+
+/* Is PAGEMAP_SCAN answering here (Linux 6.7+, /proc mounted)? */
+static bool pagemap_works(void)
+{
+	uint64_t cat;
+
+	return scan_one_page(false, &cat) == 1;
 }
 
 static void need_pagemap(void)
@@ -93,19 +108,9 @@ static void need_pagemap(void)
  * own frame): there is then no zero page to skip. */
 static void need_zero_page(void)
 {
-	unsigned char *p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-				-1, 0);
-	volatile unsigned char sink;
-	struct hz_prim_page_region r[2];
-	uintptr_t end;
-	int n;
+	uint64_t cat;
 
-	assert_true(p != MAP_FAILED);
-	sink = p[0];
-	(void)sink;
-	n = hz_prim_pagemap_scan((uintptr_t)p, (uintptr_t)p + PAGE, r, 2, &end);
-	munmap(p, PAGE);
-	if (n != 1 || !(r[0].categories & HZ_PAGE_IS_PFNZERO)) {
+	if (scan_one_page(true, &cat) != 1 || !(cat & HZ_PAGE_IS_PFNZERO)) {
 		print_message("skipped: a read fault here maps a page of its own, not the shared "
 			      "zero page\n");
 		skip();
