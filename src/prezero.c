@@ -104,6 +104,7 @@ static size_t calloc_demand;
  * while it runs, exited set once it has left its loop. */
 int pz_thread_started;
 int pz_thread_failed;
+int pz_thread_retired;
 int pz_stop, pz_tid, pz_exited;
 int pz_wake_seq, pz_sleeping;
 static uint64_t paused_until; /* until when (ns) a starved thread rests */
@@ -237,6 +238,7 @@ enum hz_prezero_opt hz_prezero_mode(void)
 	enum hz_prezero_opt m = hz_cache_policy()->prezero;
 
 	if (m == HZ_PREZERO_OPT_THREAD && (__atomic_load_n(&pz_thread_failed, __ATOMIC_ACQUIRE) ||
+					   __atomic_load_n(&pz_thread_retired, __ATOMIC_ACQUIRE) ||
 					   hz_cache_memory_limited()))
 		return HZ_PREZERO_OPT_SYNC;
 	return m;
@@ -457,6 +459,20 @@ static void own_file_table(void)
 		hz_debug("the pre-zero thread shares the program's file table (error %d)", ret);
 }
 
+/* The thread never holds more privilege than it needs (confine.c): a
+ * drop the program makes where the preload cannot see it leaves the
+ * thread nothing worth taking over. */
+static void confine(void)
+{
+	unsigned done = hz_prim_confine_thread();
+
+	if (done != HZ_CONFINED_ALL)
+		hz_debug("the pre-zero thread is confined in part: no_new_privs %d, "
+			 "capabilities %d, landlock %d, seccomp %d",
+			 !!(done & HZ_CONFINED_NO_NEW_PRIVS), !!(done & HZ_CONFINED_CAPABILITIES),
+			 !!(done & HZ_CONFINED_LANDLOCK), !!(done & HZ_CONFINED_SECCOMP));
+}
+
 void *hz_pz_main(void *arg)
 {
 	(void)arg;
@@ -465,6 +481,7 @@ void *hz_pz_main(void *arg)
 	own_file_table();
 	/* Started for the promoter (hz_prezero_start), the table may be new. */
 	pthread_once(&pz_cache_once, hz_pz_init_cache);
+	confine();
 	/* Stopped at the top of the loop only: no span is held there. */
 	while (!__atomic_load_n(&pz_stop, __ATOMIC_ACQUIRE)) {
 		int seq = __atomic_load_n(&pz_wake_seq, __ATOMIC_ACQUIRE);

@@ -63,6 +63,12 @@ void hz_prezero_poke(void);
  * 0, or -EBUSY when it did not end in time. Keeps errno. */
 int hz_prezero_stop(void);
 
+/* As hz_prezero_stop, and the thread never starts again: calloc zeroes
+ * its blocks itself from now on. For a program that installed a seccomp
+ * filter: a new thread would make calls (clone3, sched_setscheduler,
+ * prctl...) the filter may kill the process for. */
+void hz_prezero_retire(void);
+
 /* Inside the guard: whether the span the thread is zeroing can serve size
  * bytes aligned to align. One much larger (adjacent frees merge in the
  * table) is trimmed by its claimer, which puts the rest back. */

@@ -42,6 +42,8 @@ extern struct job pz_jobs[JOBS];
 extern int pz_thread_started, pz_stop, pz_tid, pz_exited, pz_wake_seq, pz_sleeping;
 /* Starting it failed: calloc zeroes instead. */
 extern int pz_thread_failed;
+/* hz_prezero_retire ran: the thread never starts again. */
+extern int pz_thread_retired;
 
 /* The thread's body (prezero.c), started by prezero_start.c. */
 void *hz_pz_main(void *arg);

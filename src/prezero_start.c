@@ -43,7 +43,8 @@ static uint64_t promotion_waits_since;
  * delays exit. */
 static void start_thread(void)
 {
-	if (__atomic_exchange_n(&pz_thread_started, 1, __ATOMIC_ACQ_REL))
+	if (__atomic_load_n(&pz_thread_retired, __ATOMIC_ACQUIRE) ||
+	    __atomic_exchange_n(&pz_thread_started, 1, __ATOMIC_ACQ_REL))
 		return;
 	if (hz_prim_thread_start(hz_pz_main, NULL, THREAD_STACK) != 0) {
 		hz_info("could not start the pre-zero thread; calloc zeroes instead");
@@ -79,6 +80,15 @@ int hz_prezero_stop(void)
 	__atomic_store_n(&pz_stop, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&pz_thread_started, 0, __ATOMIC_RELEASE);
 	return 0;
+}
+
+void hz_prezero_retire(void)
+{
+	if (__atomic_exchange_n(&pz_thread_retired, 1, __ATOMIC_ACQ_REL))
+		return;
+	hz_prezero_stop();
+	hz_info("a seccomp filter was installed: no pre-zero thread from now on; calloc zeroes "
+		"instead");
 }
 
 void hz_prezero_start(void)

@@ -485,6 +485,31 @@ EXPORT int setns(int fd, int nstype)
 	return hz_preload_setns(NEXT(int (*)(int, int), "setns"), fd, nstype);
 }
 
+/* Calls that change the calling thread's capabilities or sandbox (only
+ * the caller's: creds.c stops the pre-zero thread first). glibc declares
+ * capset in no header; prctl takes up to four more arguments, read as
+ * glibc's own wrapper passes them. */
+#include <sys/syscall.h>
+
+EXPORT int capset(void *header, void *data)
+{
+	hz_preload_security_call(SYS_capset, 0);
+	return CALL_NEXT(int (*)(void *, void *), "capset", header, data);
+}
+
+EXPORT int prctl(int option, ...)
+{
+	unsigned long a[4];
+	va_list ap;
+
+	va_start(ap, option);
+	for (int i = 0; i < 4; i++)
+		a[i] = va_arg(ap, unsigned long);
+	va_end(ap);
+	hz_preload_security_call(SYS_prctl, option);
+	return CALL_NEXT(int (*)(int, ...), "prctl", option, a[0], a[1], a[2], a[3]);
+}
+
 /* ---- the next allocator at the C library's symbol versions ----
  * A program linked against glibc refers to malloc@GLIBC_2.2.5 (x86_64;
  * GLIBC_2.17 on aarch64), and ld.so binds it to the first object that

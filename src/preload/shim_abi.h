@@ -131,5 +131,9 @@ HZ_PRIVATE_API void *hz_preload_mremap(void *old, size_t old_len, size_t new_len
  * (the next library's, never NULL unless dlsym failed: ENOSYS) called. */
 HZ_PRIVATE_API int hz_preload_unshare(int (*real)(int), int flags);
 HZ_PRIVATE_API int hz_preload_setns(int (*real)(int, int), int fd, int nstype);
+/* About to make system call nr (first argument first_arg) in the calling
+ * thread (creds.c): one that changes the thread's credentials,
+ * capabilities or sandbox stops the pre-zero thread first. */
+HZ_PRIVATE_API void hz_preload_security_call(long nr, long first_arg);
 
 #endif /* HZ_PRELOAD_SHIM_ABI_H */

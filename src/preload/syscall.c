@@ -7,9 +7,10 @@
  * mseal at all. glibc's syscall() is one exported function, so it is
  * interposed like the rest: the numbers of the calls the wrappers handle
  * take the same path (foreign marks, the munmap and mremap refusal),
- * every other number goes straight to the C library, which costs one
- * switch per call. unshare and setns by number stop the pre-zero thread
- * first, as their wrappers do (ns.c).
+ * every other number goes straight to the C library, which costs two
+ * switches per call. unshare and setns by number stop the pre-zero thread
+ * first, as their wrappers do (ns.c), and so do the calls that change a
+ * thread's credentials or sandbox (creds.c).
  *
  * What still cannot be seen: a system call made with an instruction of
  * the program's own (inline assembly, a runtime's own stubs: Go, some
@@ -182,7 +183,10 @@ HZ_PRIVATE_API long hz_preload_syscall(hz_syscall_fn real, const void *caller, l
 		errno = ENOSYS;
 		return -1;
 	}
-	if (!interposed(nr) || from_hugezero(caller))
+	if (from_hugezero(caller))
+		return call(real, nr, a);
+	hz_preload_security_call(nr, a[0]);
+	if (!interposed(nr))
 		return call(real, nr, a);
 	return route(real, nr, a);
 }

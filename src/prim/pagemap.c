@@ -42,13 +42,6 @@
 #define MADV_WIPEONFORK 18 /* Linux 4.14 */
 #endif
 
-/* linux/fs.h of Linux 6.7; older headers lack it. */
-struct hz_pm_scan_arg {
-	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
-	uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
-};
-#define HZ_PAGEMAP_SCAN _IOWR('f', 16, struct hz_pm_scan_arg)
-
 /* A program that took our number this often keeps doing it: stop. */
 #define MAX_REPLACED 8
 #define RETRY_NS HZ_NS_PER_SEC

@@ -7,11 +7,20 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 
 /* linux/fs.h's page categories (Linux 6.7). */
 #define HZ_PAGE_IS_PRESENT (1u << 3)
 #define HZ_PAGE_IS_SWAPPED (1u << 4)
 #define HZ_PAGE_IS_PFNZERO (1u << 5)
+
+/* linux/fs.h of Linux 6.7; older headers lack it. The ioctl's number is
+ * also the one the pre-zero thread's seccomp filter allows (confine.c). */
+struct hz_pm_scan_arg {
+	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
+	uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
+};
+#define HZ_PAGEMAP_SCAN _IOWR('f', 16, struct hz_pm_scan_arg)
 
 /* linux/fs.h's struct page_region. */
 struct hz_prim_page_region {

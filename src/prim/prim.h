@@ -182,6 +182,22 @@ int hz_prim_move_mapping(void *old, size_t len, void *new_addr);
  * a negative errno value. The only place hugezero creates a thread. */
 int hz_prim_thread_start(void *(*fn)(void *), void *arg, size_t stack_size);
 
+/* What hz_prim_confine_thread achieved: a bit per layer. */
+#define HZ_CONFINED_NO_NEW_PRIVS 1u
+#define HZ_CONFINED_CAPABILITIES 2u
+#define HZ_CONFINED_LANDLOCK 4u
+#define HZ_CONFINED_SECCOMP 8u
+#define HZ_CONFINED_ALL 15u
+
+/* Confine the calling thread for good to what the pre-zero thread needs
+ * (confine.c says what and why): no_new_privs, no capability but
+ * CAP_SETUID and CAP_SETGID, reads below /proc/self and /sys only
+ * (Landlock), and a seccomp filter answering EPERM to every call it does
+ * not make. Returns the HZ_CONFINED_* bits of the layers in place; one
+ * that the kernel or a sandbox refuses is left out, the others stand.
+ * errno is unchanged. */
+unsigned hz_prim_confine_thread(void);
+
 /* The calling thread's kernel id (gettid). */
 int hz_prim_gettid(void);
 
