@@ -57,10 +57,12 @@ void hz_prezero_start_for_promotion(uint64_t since);
  * collapse delay for it. Never waits. */
 void hz_prezero_poke(void);
 
-/* Outside the guard: end the thread and wait, at most a second, until the
- * kernel no longer counts it (before unshare or setns, which need a
- * single-threaded process); the next hz_prezero_wake starts it again.
- * 0, or -EBUSY when it did not end in time. Keeps errno. */
+/* Outside the guard: end the thread and wait, at most a second, until it
+ * has left its loop (before unshare or setns, which need a
+ * single-threaded process, and before a change of credentials); the next
+ * hz_prezero_wake starts it again. The kernel counts it a few
+ * microseconds longer (see src/preload/ns.c). 1 when a thread ended, 0
+ * when none ran, -EBUSY when it did not end in time. Keeps errno. */
 int hz_prezero_stop(void);
 
 /* As hz_prezero_stop, and the thread never starts again: calloc zeroes

@@ -59,9 +59,6 @@ static void start_thread(void)
 
 int hz_prezero_stop(void)
 {
-	uint64_t deadline;
-	int id;
-
 	if (!__atomic_load_n(&pz_thread_started, __ATOMIC_ACQUIRE) ||
 	    __atomic_load_n(&pz_thread_failed, __ATOMIC_ACQUIRE))
 		return 0;
@@ -70,16 +67,12 @@ int hz_prezero_stop(void)
 	hz_prim_futex_wake(&pz_wake_seq, 1);
 	if (!hz_prezero_wait(&pz_exited, ~0, 1, STOP_WAIT_NS))
 		return -EBUSY; /* it ends later: stop stays set */
-	/* Out of its loop; now out of the kernel's thread group. */
-	id = __atomic_load_n(&pz_tid, __ATOMIC_ACQUIRE);
-	deadline = hz_prim_now_ns() + STOP_WAIT_NS;
-	while (!hz_os_thread_gone(id) && hz_prim_now_ns() < deadline)
-		hz_prim_sleep_ns(20000);
+	/* Out of its loop: it runs only the C library's thread exit now. */
 	__atomic_store_n(&pz_tid, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&pz_exited, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&pz_stop, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&pz_thread_started, 0, __ATOMIC_RELEASE);
-	return 0;
+	return 1;
 }
 
 void hz_prezero_retire(void)

@@ -332,18 +332,6 @@ int hz_prim_address_space_used(uint64_t *bytes)
 	return ret;
 }
 
-bool hz_os_thread_gone(int tid)
-{
-	char path[64];
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d", tid);
-	fd = hz_prim_open_read(path);
-	if (fd >= 0)
-		hz_prim_close(fd);
-	return fd == -ENOENT;
-}
-
 /* ---- /tmp ---- */
 
 int hz_prim_open_perfmap(void)

@@ -97,13 +97,6 @@ void hz_os_read_thp(struct hz_os_thp *out);
  * does not have or whose count cannot be read. */
 uint64_t hz_os_pool_available(enum hz_os_pool pool);
 
-
-/* Whether thread tid of this process is gone from the kernel's thread
- * group (/proc/self/task/TID no longer opens). A thread's tid word is
- * cleared (pthread_join returns) before it leaves the group, and until it
- * has, unshare(CLONE_NEWUSER) and setns still see it (EINVAL). */
-bool hz_os_thread_gone(int tid);
-
 /* ---- cgroups (os_cgroup.c) ----
  *
  * Containers limit memory and hugetlb pages per cgroup, and the kernel

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -64,6 +65,54 @@ static int unshare_user_raw(void)
 	CHECK(syscall(SYS_unshare, CLONE_NEWUSER) == 0,
 	      "syscall(SYS_unshare, CLONE_NEWUSER) after a large free: %s", strerror(errno));
 	hostile_use_new_block(BLOCK, true);
+	return 0;
+}
+
+/* Calloc, write and free one size several times: a reused size, whose
+ * frees start a background zeroer in a single-threaded program. */
+static void recycle(void)
+{
+	for (int i = 0; i < 6; i++) {
+		char *p = calloc(1, BLOCK);
+
+		CHECK(p != NULL, "calloc failed");
+		memset(hostile_keep(p), 1 + i, BLOCK);
+		free(p);
+	}
+}
+
+/* As root, in a mount namespace of its own whose /proc is an empty tmpfs
+ * (a hardened container): 30 children each recycle blocks and then
+ * unshare(CLONE_NEWUSER), which needs a single-threaded process. Nothing
+ * may guess from /proc whether a thread has left. */
+static int unshare_user_without_proc(void)
+{
+	if (geteuid() != 0)
+		SKIP("mounting over /proc needs root");
+	probe_unshare(CLONE_NEWUSER, "CLONE_NEWUSER");
+	CHECK(unshare(CLONE_NEWNS) == 0, "unshare(CLONE_NEWNS): %s", strerror(errno));
+	CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0, "make / private: %s",
+	      strerror(errno));
+	CHECK(mount("none", "/proc", "tmpfs", 0, NULL) == 0, "tmpfs over /proc: %s",
+	      strerror(errno));
+	for (int i = 0; i < 30; i++) {
+		pid_t pid;
+
+		fflush(NULL);
+		pid = fork();
+		CHECK(pid >= 0, "fork");
+		if (pid == 0) {
+			recycle();
+			if (unshare(CLONE_NEWUSER) != 0) {
+				fprintf(stderr, "child %d: unshare(CLONE_NEWUSER): %s\n", i,
+					strerror(errno));
+				_exit(1);
+			}
+			_exit(0);
+		}
+		CHECK(hostile_wait(pid) == 0, "child %d failed", i);
+	}
+	printf("30 children unshared a user namespace without /proc\n");
 	return 0;
 }
 
@@ -164,6 +213,7 @@ int main(int argc, char **argv)
 	static const struct hostile_variant variants[] = {
 		{ "unshare_user", unshare_user },
 		{ "unshare_user_raw", unshare_user_raw },
+		{ "unshare_user_without_proc", unshare_user_without_proc },
 		{ "setns_mount", setns_mount },
 		{ "setuid", setuid_after_free },
 		{ "signal", process_signal },
