@@ -5,7 +5,9 @@
  * dup2 over any number, fork, exec, unshare or chroot (no /proc), or
  * forbid the ioctl (seccomp). So:
  *  - it is opened O_CLOEXEC (exec drops it), moved to 100 or above, and
- *    once, not per scan (an open costs several scans);
+ *    once, not per scan (an open costs several scans); where the limit on
+ *    open files forbids the move, it is closed again at once and mincore
+ *    serves: a low number is one the program counts on;
  *  - before each use fstat must find the very file we opened (device and
  *    inode) at its number, else the number is the program's now: it is
  *    forgotten, never used or closed, and a new fd opened;
@@ -46,8 +48,7 @@
 #define MAX_REPLACED 8
 #define RETRY_NS HZ_NS_PER_SEC
 /* 100 and up, as the report's fd: out of the way of programs that expect
- * low numbers free (a number taken below it is kept when the limit on
- * open files forbids the move). */
+ * low numbers free. */
 #define FD_MIN 100
 
 struct record {
@@ -157,6 +158,13 @@ static void open_fd(struct record *r)
 	if (high >= 0) {
 		hz_prim_close(fd);
 		fd = high;
+	} else if (r != &private_record) {
+		/* The limit on open files is FD_MIN or less: a low number is
+		 * one the program counts on (after close(0), its next open
+		 * must be stdin), so none is kept; mincore serves. */
+		hz_prim_close(fd);
+		r->retry_after = now + RETRY_NS;
+		return;
 	}
 	if (identity(fd, &dev, &ino) != 0) {
 		hz_prim_close(fd);

@@ -96,12 +96,39 @@ static int nofile_exhausted(void)
 	return 0;
 }
 
+/* RLIMIT_NOFILE at 64 and stdin closed, as a daemon does: reused blocks,
+ * written in part (their zeroing asks which pages were touched), take no
+ * descriptor, so the program's next open gets 0. */
+static int nofile_low_stdin_closed(void)
+{
+	struct rlimit rl = { 64, 64 };
+	int fd;
+
+	CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0, "setrlimit: %s", strerror(errno));
+	CHECK(close(0) == 0, "close(0): %s", strerror(errno));
+	for (int i = 0; i < 8; i++) {
+		char *p = malloc(32 * MiB), *c;
+
+		CHECK(p != NULL, "malloc");
+		memset(p, 1, (size_t)(i % 4 + 1) * 4 * MiB);
+		free(p);
+		c = calloc(1, 32 * MiB);
+		CHECK(c != NULL && hz_test_first_nonzero(c, 32 * MiB) == 32 * MiB, "calloc");
+		free(c);
+	}
+	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	CHECK(fd == 0, "open after close(0) gave %d, not 0", fd);
+	printf("open descriptors at the end: %d\n", count_open_fds());
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct hostile_variant variants[] = {
 		{ "as_lowered", as_lowered },
 		{ "vmsize", vmsize },
 		{ "nofile", nofile_exhausted },
+		{ "nofile_low_stdin_closed", nofile_low_stdin_closed },
 		{ NULL, NULL },
 	};
 
