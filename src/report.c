@@ -349,6 +349,9 @@ static void write_file(const char *pattern, const char *buf, size_t len)
 /* 100 and up: out of the way of programs that expect low numbers free. */
 #define REPORT_FD_MIN 100
 static int report_fd = 2;
+/* The file stderr was at start-up, when the copy was made. */
+static enum { STDERR_UNSEEN, STDERR_SEEN, STDERR_NONE } stderr_at_start;
+static uint64_t stderr_dev, stderr_ino;
 
 void hz_report_keep_stderr(void)
 {
@@ -356,9 +359,30 @@ void hz_report_keep_stderr(void)
 
 	if (!hz_option_u64(HZ_OPT_STATS) || hz_option_str(HZ_OPT_STATS_FILE)[0])
 		return;
+	if (hz_prim_file_id(2, &stderr_dev, &stderr_ino) != 0) {
+		stderr_at_start = STDERR_NONE;
+		return;
+	}
+	stderr_at_start = STDERR_SEEN;
 	fd = hz_prim_dup_cloexec(2, REPORT_FD_MIN);
 	if (fd >= 0)
 		report_fd = fd;
+}
+
+/* Where the text report goes at exit: the copy of stderr, or stderr, only
+ * while it still holds the file stderr was at start-up. A program may
+ * have closed every descriptor above 2 and opened its own file at the
+ * copy's number (a daemon's log), or at 2 after closing it: the report
+ * must not land there. -1: nowhere. */
+static int report_fd_now(void)
+{
+	if (stderr_at_start == STDERR_UNSEEN) /* no copy made: stats turned on later */
+		return 2;
+	if (stderr_at_start == STDERR_NONE)
+		return -1;
+	if (hz_prim_file_is(report_fd, stderr_dev, stderr_ino))
+		return report_fd;
+	return hz_prim_file_is(2, stderr_dev, stderr_ino) ? 2 : -1;
 }
 
 void hz_report_publish(void)
@@ -383,7 +407,10 @@ void hz_report_exit(void)
 		len = hz_report_format(HZ_REPORT_JSON, &snapshot, &f, buf, sizeof(buf));
 		write_file(file, buf, len);
 	} else {
+		int fd = report_fd_now();
+
 		len = hz_report_format(HZ_REPORT_TEXT, &snapshot, &f, buf, sizeof(buf));
-		hz_prim_write_all(report_fd, buf, len);
+		if (fd >= 0)
+			hz_prim_write_all(fd, buf, len);
 	}
 }

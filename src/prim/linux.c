@@ -356,6 +356,27 @@ ssize_t hz_prim_pread(int fd, void *buf, size_t len, uint64_t off)
 	return n;
 }
 
+int hz_prim_file_id(int fd, uint64_t *dev, uint64_t *ino)
+{
+	struct stat st;
+	int ret = hz_prim_fault(HZ_CALL_FSTAT, 0, 0);
+
+	if (ret == 0)
+		ret = (int)SYSCALL(SYS_fstat, fd, &st);
+	if (ret != 0)
+		return ret;
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+	return 0;
+}
+
+bool hz_prim_file_is(int fd, uint64_t dev, uint64_t ino)
+{
+	uint64_t d, i;
+
+	return fd >= 0 && hz_prim_file_id(fd, &d, &i) == 0 && d == dev && i == ino;
+}
+
 int hz_prim_file_size(int fd, uint64_t *size)
 {
 	struct stat st;

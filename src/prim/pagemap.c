@@ -73,28 +73,9 @@ static struct record inherited; /* the last fd opened, for a child to close */
 static struct record private_record;
 static unsigned private_table;
 
-/* The fd, device and inode through which the syscall runs: fstat. */
-static int identity(int fd, uint64_t *dev, uint64_t *ino)
-{
-	struct stat st;
-	int saved = errno;
-	int ret = hz_prim_fault(HZ_CALL_FSTAT, 0, 0);
-
-	if (ret == 0 && syscall(SYS_fstat, fd, &st) != 0)
-		ret = -errno;
-	errno = saved;
-	if (ret == 0) {
-		*dev = st.st_dev;
-		*ino = st.st_ino;
-	}
-	return ret;
-}
-
 static bool is_ours(int fd, uint64_t dev, uint64_t ino)
 {
-	uint64_t d, i;
-
-	return identity(fd, &d, &i) == 0 && d == dev && i == ino;
+	return hz_prim_file_is(fd, dev, ino);
 }
 
 /* The caller's record: the private one in the thread with a table of its
@@ -166,7 +147,7 @@ static void open_fd(struct record *r)
 		r->retry_after = now + RETRY_NS;
 		return;
 	}
-	if (identity(fd, &dev, &ino) != 0) {
+	if (hz_prim_file_id(fd, &dev, &ino) != 0) {
 		hz_prim_close(fd);
 		r->retry_after = now + RETRY_NS;
 		return;

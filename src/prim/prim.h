@@ -142,6 +142,12 @@ const char *hz_prim_self_exe_path(void);
 ssize_t hz_prim_read(int fd, void *buf, size_t len);
 ssize_t hz_prim_pread(int fd, void *buf, size_t len, uint64_t off);
 
+/* The device and inode of the file open as fd (fstat), to tell later
+ * whether a number still holds that file or the program's now. */
+int hz_prim_file_id(int fd, uint64_t *dev, uint64_t *ino);
+/* Whether fd holds the file of that device and inode. */
+bool hz_prim_file_is(int fd, uint64_t dev, uint64_t ino);
+
 /* Size of the regular file open as fd (fstat). */
 int hz_prim_file_size(int fd, uint64_t *size);
 

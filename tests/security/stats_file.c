@@ -259,6 +259,29 @@ static void stderr_copy_is_not_inherited_across_exec(void **state)
 		fail_msg("the stats copy of stderr leaked across exec:\n%s", fds);
 }
 
+/* A program that closes every descriptor above stderr and opens its own
+ * file at the number of the kept copy (closefrom, then a daemon's log at
+ * 100): the report at exit goes to stderr, not into the program's file. */
+static void program_file_at_the_copys_number_gets_no_report(void **state)
+{
+	static char env_preload[512], env_file[256];
+	char *const argv[] = { "/bin/bash", "-c",
+			       "exec 100>&-; exec 100>\"$HZ_TEST_FILE\"; echo program >&100", NULL };
+	char path[96], err[8192];
+
+	(void)state;
+	path_in_dir(path, sizeof(path), "program.log");
+	snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=%s", preload);
+	snprintf(env_file, sizeof(env_file), "HZ_TEST_FILE=%s", path);
+	assert_int_equal(setenv("HUGEZERO_STATS", "1", 1), 0);
+	assert_int_equal(run(argv, env_preload, env_file, NULL, 0, err, sizeof(err)), 0);
+	unsetenv("HUGEZERO_STATS");
+	assert_text(path, "program\n");
+	if (strstr(err, "hugezero: stats for pid") == NULL)
+		fail_msg("the report did not reach stderr:\n%s", err);
+	unlink(path);
+}
+
 static int set_up(void **state)
 {
 	(void)state;
@@ -288,6 +311,7 @@ int main(void)
 		cmocka_unit_test(new_stats_file_is_private_json),
 		cmocka_unit_test(stats_file_is_close_on_exec),
 		cmocka_unit_test(stderr_copy_is_not_inherited_across_exec),
+		cmocka_unit_test(program_file_at_the_copys_number_gets_no_report),
 	};
 
 	return cmocka_run_group_tests(tests, set_up, tear_down);
