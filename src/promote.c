@@ -277,6 +277,15 @@ void hz_promote_forget(uintptr_t start, size_t len)
 	forget_kind(start, end, HZ_PROMOTE_MMAP, true);
 }
 
+void hz_promote_leave(uintptr_t start, size_t len)
+{
+	uintptr_t end = len > UINTPTR_MAX - start ? UINTPTR_MAX : start + len;
+
+	hz_promote_forget(start, len);
+	if (hz_blocks_owns((const void *)start))
+		forget_kind(start, end, HZ_PROMOTE_BLOCK, true);
+}
+
 static struct slot *claim_slot(void)
 {
 	for (unsigned i = 0; i < SLOTS; i++) {

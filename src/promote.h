@@ -40,6 +40,13 @@ void hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind);
  * a few loads when nothing is tracked. Keeps errno. */
 void hz_promote_forget(uintptr_t start, size_t len);
 
+/* The program gave [start, start + len) back to the kernel
+ * (MADV_FREE, MADV_COLD, MADV_PAGEOUT): a collapse would make lazily
+ * freed pages resident for good and bring paged-out ones back, so every
+ * range it touches, mmap or block, is forgotten as by hz_promote_forget
+ * (a block is tracked again when it is handed out anew). */
+void hz_promote_leave(uintptr_t start, size_t len);
+
 /* The pre-zero thread, once per turn of its loop: scan and collapse, within
  * a bounded budget, if a tick is due. Returns the nanoseconds until the
  * next tick is due (the thread sleeps at most that long). */

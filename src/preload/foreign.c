@@ -51,6 +51,7 @@
 #include "../blocks.h"
 #include "../blocks_view.h"
 #include "../prim/memory.h"
+#include "../promote.h"
 #include "../range.h"
 #include "../recycle.h"
 #include "../sizes.h"
@@ -110,10 +111,19 @@ static bool keeps_mapping(int advice)
 	}
 }
 
+/* Advice by which the program gives pages back while it keeps the
+ * mapping: lazily freed (reclaimed under pressure), cold, paged out. */
+static bool gives_back(int advice)
+{
+	return advice == MADV_FREE || advice == MADV_COLD || advice == MADV_PAGEOUT;
+}
+
 HZ_PRIVATE_API void hz_foreign_advised(const void *addr, size_t len, int advice)
 {
 	if (!keeps_mapping(advice))
 		hz_foreign_changed(addr, len);
+	else if (gives_back(advice) && active())
+		hz_promote_leave((uintptr_t)addr, len);
 }
 
 /* MCL_FUTURE is in force (as the kernel has it: each successful mlockall

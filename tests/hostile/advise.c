@@ -5,6 +5,8 @@
  * must leave calloc's promise intact. */
 #include "hostile.h"
 
+#include <time.h>
+
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <sys/ioctl.h>
@@ -109,6 +111,41 @@ static int lazy_free(void)
 }
 
 /* Paged out to swap: not resident, still holding the program's bytes. */
+/* The LazyFree kilobytes of the mapping holding p (smaps). */
+static long long lazy_free_kib(const void *p)
+{
+	return (long long)(hostile_smaps_sum(p, 1, "LazyFree:") >> 10);
+}
+
+/* A 256 MiB anonymous mmap written in full, then given back with
+ * MADV_FREE (as allocators purge): the pages stay lazily freed, which the
+ * kernel reclaims under pressure. Large requests and two seconds later
+ * nothing has made them resident for good (a collapse into huge pages
+ * did: LazyFree went from 256 MiB to 0, and the cgroup could not shrink). */
+static int lazy_free_mmap_stays_lazy(void)
+{
+	size_t len = 256 * MiB;
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct timespec tick = { 0, 100 * 1000 * 1000 };
+	long long before, after;
+
+	CHECK(p != MAP_FAILED, "mmap: %s", strerror(errno));
+	memset(p, 1, len);
+	CHECK(madvise(p, len, MADV_FREE) == 0, "MADV_FREE: %s", strerror(errno));
+	before = lazy_free_kib(p);
+	if (before < (long long)(len >> 10) / 2)
+		SKIP("MADV_FREE left only %lld KiB lazily freed here", before);
+	for (int i = 0; i < 20; i++) {
+		free(hostile_keep(malloc(4 * MiB)));
+		nanosleep(&tick, NULL);
+	}
+	after = lazy_free_kib(p);
+	CHECK(after >= before * 9 / 10, "LazyFree went from %lld to %lld KiB", before, after);
+	printf("the lazily freed pages stayed lazily freed\n");
+	munmap(p, len);
+	return 0;
+}
+
 static int pageout(void)
 {
 	char *p = block(), *q;
@@ -221,6 +258,7 @@ int main(int argc, char **argv)
 		{ "nohugepage", nohugepage },
 		{ "dontneed", dontneed },
 		{ "free", lazy_free },
+		{ "free_mmap_stays_lazy", lazy_free_mmap_stays_lazy },
 		{ "pageout", pageout },
 		{ "process_cold", process_cold },
 		{ "guard", guard_regions },
