@@ -106,12 +106,14 @@ static int touches_reservation(const void *addr, size_t len)
 	return hz_blocks_touches(r);
 }
 
+/* Said under HUGEZERO_VERBOSE only: the program gets its EINVAL, and its
+ * stderr is not ours to write to. */
 static void refuse(const char *what, const void *addr)
 {
-	static int warned;
+	static int told;
 
-	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
-		hz_warn("%s(%p) inside hugezero's reserved range refused with EINVAL "
+	if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
+		hz_info("%s(%p) inside hugezero's reserved range refused with EINVAL "
 			"(a pointer from malloc was unmapped)", what, addr);
 	errno = EINVAL;
 }

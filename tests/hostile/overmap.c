@@ -185,6 +185,28 @@ static int shared_view_moved(void)
 	return 0;
 }
 
+/* munmap and mremap of a pointer malloc returned, 4 KiB at its start (a
+ * bug, or a program that confuses its own mappings with malloc's): glibc
+ * refuses both (its pointer is not page aligned), the block keeps its
+ * bytes, and nothing is printed on the program's stderr. */
+static int unmap_malloc_pointer(void)
+{
+	char *p = malloc(8 * MiB);
+	int err;
+
+	CHECK(p != NULL, "malloc");
+	hz_test_fill(p, 8 * MiB, 5);
+	err = munmap(p, 4096) == 0 ? 0 : errno;
+	printf("munmap of the malloc pointer: %s\n", err ? strerror(err) : "unmapped");
+	if (err != 0) {
+		err = mremap(p, 4096, 8192, 0) == MAP_FAILED ? errno : 0;
+		printf("mremap of the malloc pointer: %s\n", err ? strerror(err) : "moved");
+		CHECK(hz_test_check(p, 8 * MiB, 5) == 8 * MiB, "the block lost its bytes");
+		free(p);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct hostile_variant variants[] = {
@@ -195,6 +217,7 @@ int main(int argc, char **argv)
 		{ "memfd", memfd_view_freed },
 		{ "shared_file_shrunk", shared_view_shrunk },
 		{ "shared_file_moved", shared_view_moved },
+		{ "unmap_malloc_pointer", unmap_malloc_pointer },
 		{ NULL, NULL },
 	};
 
