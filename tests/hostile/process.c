@@ -70,13 +70,15 @@ static int unshare_user_raw(void)
 
 /* Calloc, write and free one size several times: a reused size, whose
  * frees start a background zeroer in a single-threaded program. */
+/* A size reused a few times: the pre-zero thread starts. Small enough
+ * that 30 children fault it in within seconds. */
 static void recycle(void)
 {
-	for (int i = 0; i < 6; i++) {
-		char *p = calloc(1, BLOCK);
+	for (int i = 0; i < 4; i++) {
+		char *p = calloc(1, 16 * MiB);
 
 		CHECK(p != NULL, "calloc failed");
-		memset(hostile_keep(p), 1 + i, BLOCK);
+		memset(hostile_keep(p), 1 + i, 16 * MiB);
 		free(p);
 	}
 }
