@@ -80,8 +80,6 @@ void hz_prezero_retire(void)
 	if (__atomic_exchange_n(&pz_thread_retired, 1, __ATOMIC_ACQ_REL))
 		return;
 	hz_prezero_stop();
-	hz_info("a seccomp filter was installed: no pre-zero thread from now on; calloc zeroes "
-		"instead");
 }
 
 void hz_prezero_start(void)

@@ -9,7 +9,9 @@
  * would keep what the program gave up: a root thread in a program that
  * runs as nobody. So it is stopped before each such call, and the next
  * one, started by a program thread after it, inherits the new state
- * (prezero_start.c); after a seccomp filter none starts again. What
+ * (prezero_start.c). After a seccomp filter none starts again, and
+ * hugezero steps aside (start.c): the filter may kill for calls that
+ * glibc's malloc does not make. What
  * cannot be seen here (a system call made by an instruction of the
  * program's own) finds the thread confined to what it needs
  * (src/prim/confine.c). */
@@ -76,7 +78,7 @@ static bool installs_seccomp(long nr, long first_arg)
 HZ_PRIVATE_API void hz_preload_security_call(long nr, long first_arg)
 {
 	if (installs_seccomp(nr, first_arg))
-		hz_prezero_retire();
+		hz_preload_step_aside();
 	else if (changes_security(nr, first_arg))
 		hz_prezero_stop();
 }

@@ -55,7 +55,10 @@ HZ_PRIVATE_API void hz_preload_free(void *p)
 	if (hz_blocks_owns(p)) {
 		int saved = errno;
 
-		hz_recycle_free(p);
+		if (__atomic_load_n(&hz_preload_active, __ATOMIC_RELAXED))
+			hz_recycle_free(p);
+		else /* stepped aside (start.c): back to the kernel, as glibc's munmap */
+			hz_blocks_free(p);
 		errno = saved;
 		return;
 	}
@@ -92,7 +95,7 @@ static void *move_across(void *p, size_t old_size, size_t size, int to_large)
 	if (to_large)
 		hz_next.next_free(p);
 	else
-		hz_recycle_free(p);
+		hz_preload_free(p);
 	return q;
 }
 
@@ -116,7 +119,7 @@ HZ_PRIVATE_API void *hz_preload_realloc(void *p, size_t size)
 			hz_preload_free(p);
 			return NULL;
 		}
-		if (size < threshold())
+		if (size < threshold() || !__atomic_load_n(&hz_preload_active, __ATOMIC_RELAXED))
 			return move_across(p, hz_blocks_usable(p), size, 0);
 		if (hz_blocks_resize(p, size, &q) == 0)
 			return q;

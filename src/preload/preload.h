@@ -17,6 +17,12 @@ extern struct hz_next hz_next;
  * HUGEZERO_DISABLE off and the reservation made. */
 extern int hz_preload_active;
 
+/* From now on new large requests go to the next allocator, and a block
+ * freed goes back to the kernel at once: a seccomp filter is in force,
+ * which may kill the process for any call glibc's malloc would not make
+ * (start.c). */
+void hz_preload_step_aside(void);
+
 /* hz_next.next_malloc_usable_size answers for next_malloc's blocks: both
  * come from the same object. Otherwise (a program's own allocator without
  * one, whose lookup then finds the C library's) a block's size is not

@@ -13,6 +13,8 @@
 #include "../exec/start.h"
 #include "../log.h"
 #include "../options.h"
+#include "../prezero.h"
+#include "../prim/prim.h"
 #include "../recycle.h"
 #include "../report.h"
 #include "jemalloc_next.h"
@@ -106,6 +108,31 @@ static void fork_child(void)
 	stdio_list_reset();
 }
 
+/* A seccomp filter, inherited through exec (systemd's SystemCallFilter=,
+ * container runtimes, sandboxing launchers) or installed later by an
+ * interposed call (creds.c), may kill the process at any call it does not
+ * list, and such lists are written for what glibc's malloc calls. Which
+ * calls a filter allows cannot be read back, and hugezero's own (sysinfo,
+ * mincore, the thread's clone3 and sched_setscheduler, cgroup files) are
+ * not on them. So under a filter hugezero steps aside: new large requests
+ * go to the next allocator, the blocks that exist go back to the kernel
+ * when freed, and no thread starts. Reading the mode opens and reads a
+ * file, which the dynamic loader did before the program ran; without
+ * /proc the mode is unknown, and a filter installed before exec goes
+ * unseen. */
+static bool under_seccomp(void)
+{
+	unsigned mode;
+
+	return hz_prim_seccomp_mode(&mode) == 0 && mode != 0;
+}
+
+static void say_stepped_aside(void)
+{
+	hz_info("a seccomp filter is in force: hugezero steps aside; large requests go to "
+		"the system allocator from now on");
+}
+
 /* Runs once, in the thread hz_preload_begin chose, with the next
  * functions installed. */
 static void start(void)
@@ -114,6 +141,10 @@ static void start(void)
 
 	if (hz_option_u64(HZ_OPT_DISABLE))
 		return;
+	if (under_seccomp()) {
+		say_stepped_aside();
+		return;
+	}
 	/* Text first: before threads exist (remap needs that), and whatever
 	 * becomes of the reservation. */
 	hz_exec_start();
@@ -171,6 +202,22 @@ static void publish(const struct hz_next *small)
 	__atomic_store_n(&f->boot_len, boot_len, __ATOMIC_RELEASE);
 	__atomic_store_n(&hz_config_on_reload, republish, __ATOMIC_RELEASE);
 	republish();
+}
+
+/* The jemalloc route (active stays 0 there) is closed too: its arena's
+ * hooks make hugezero's calls. */
+HZ_PRIVATE_API void hz_preload_step_aside(void)
+{
+	bool active = __atomic_exchange_n(&hz_preload_active, 0, __ATOMIC_ACQ_REL);
+
+	if (!__atomic_exchange_n(&routing, 0, __ATOMIC_ACQ_REL))
+		return;
+	if (shim_fast != NULL)
+		republish();
+	hz_prezero_retire();
+	if (active)
+		hz_recycle_drop();
+	say_stepped_aside();
 }
 
 HZ_PRIVATE_API void hz_preload_attach(struct hz_shim_fast *fast)

@@ -321,6 +321,16 @@ int hz_prim_thread_count(unsigned *count)
 	return ret;
 }
 
+int hz_prim_seccomp_mode(unsigned *mode)
+{
+	uint64_t v;
+	int ret = status_field("Seccomp:", &v);
+
+	if (ret == 0)
+		*mode = (unsigned)v;
+	return ret;
+}
+
 /* The address space mapped now ("VmSize:", in kB there: no page-size unit
  * to guess). */
 int hz_prim_address_space_used(uint64_t *bytes)

@@ -164,6 +164,11 @@ int hz_prim_kernel_version(unsigned *major, unsigned *minor);
 /* Threads of the calling process ("Threads:" of /proc/self/status). */
 int hz_prim_thread_count(unsigned *count);
 
+/* The calling thread's seccomp mode ("Seccomp:" of /proc/self/status: 0
+ * none, 1 strict, 2 filter). Opens, reads and closes a file: calls the
+ * dynamic loader made before the program could run. */
+int hz_prim_seccomp_mode(unsigned *mode);
+
 /* Open path for appending, creating it mode 0644 if absent, never through a
  * symlink; refused (-EPERM) unless it is a regular file owned by the
  * effective user. For /tmp/perf-PID.map, which other writers (JITs) share. */
