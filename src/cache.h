@@ -209,8 +209,9 @@ void hz_cache_put(struct hz_cache *c, struct hz_cache_entry e, struct hz_cache_b
 void hz_cache_note(struct hz_cache *c, size_t size, uint64_t now, bool hit, uint64_t idle_since,
 		   struct hz_cache_batch *b);
 
-/* Whether the process's memory cgroup has a limit (as last read; false
- * before the first read at a free). Under one, the pre-zero thread zeroes
+/* Whether the process's memory cgroup has a limit, or its limit could not
+ * be read (as last read; false before the first read at a free). Under
+ * one, the pre-zero thread zeroes
  * nothing: a span it holds, at idle priority and starved of CPU, could not
  * be dropped for a fresh block before the kernel kills at the limit
  * (measured: 3 runs in 8 of the 1 GiB cgroup case killed beside two busy

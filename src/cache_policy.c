@@ -16,6 +16,12 @@
  *  - the pre-zero thread, on its tick, drops what no longer fits (memory
  *    taken by other means: small allocations, page cache, other processes
  *    of the cgroup).
+ * A limit that cannot be read (/proc or the cgroup filesystem hidden, as
+ * in minimal and hardened containers) is not taken as no limit: glibc's
+ * program may be running a hair below one. The cache then behaves as under
+ * the tightest: every miss drops the whole cache before a fresh block is
+ * mapped (so the peak is glibc's: the live blocks and the new one), and
+ * calloc zeroes its own blocks (hz_cache_memory_limited).
  * Headroom, and not PSI or memory.events: both are cgroup v2 only (this
  * project's machines run v1 memory controllers too), and both report
  * pressure after reclaim has started; with anonymous memory and no swap
@@ -63,6 +69,7 @@ static struct {
 	uint64_t found_at, read_at; /* ns */
 	uint64_t limit, room;       /* of the last read */
 	uint64_t fresh_since;       /* fresh bytes handed out since it */
+	bool unknown;               /* the last read failed */
 } memcg;
 
 /* Every option the caches use, read in one place. */
@@ -114,6 +121,7 @@ static uint64_t headroom(uint64_t limit)
 static void read_memcg(uint64_t now, bool force)
 {
 	struct hz_os_memcg m;
+	bool unknown;
 
 	if (!memcg.found || now - memcg.found_at >= MEMCG_FIND_NS) {
 		memcg.found = hz_os_cgroup_find("memory", &memcg.cg) == 0;
@@ -125,8 +133,10 @@ static void read_memcg(uint64_t now, bool force)
 	if (!force && now - memcg.read_at <
 			      (memcg.limit == HZ_OS_UNLIMITED ? MEMCG_FIND_NS : MEMCG_READ_NS))
 		return;
-	if (!memcg.found || hz_os_memcg_read(&memcg.cg, &m) != 0)
+	unknown = !memcg.found || hz_os_memcg_read(&memcg.cg, &m) != 0;
+	if (unknown)
 		m.limit = m.room = HZ_OS_UNLIMITED;
+	__atomic_store_n(&memcg.unknown, unknown, __ATOMIC_RELAXED);
 	__atomic_store_n(&memcg.limit, m.limit, __ATOMIC_RELAXED);
 	memcg.room = m.room;
 	memcg.fresh_since = 0;
@@ -190,10 +200,11 @@ size_t hz_cache_budget_excess(size_t fresh, bool again)
 	 * priority, may stay preempted there): under a limit, drop the whole
 	 * cache rather than wait, or map the block on a stale estimate. */
 	if (!memcg_enter())
-		return __atomic_load_n(&memcg.limit, __ATOMIC_RELAXED) == HZ_OS_UNLIMITED ? 0
-											 : cached;
+		return hz_cache_memory_limited() ? cached : 0;
 	now = hz_prim_now_ns();
 	read_memcg(now, again);
+	if (memcg.unknown)
+		excess = cached;
 	/* Nothing to drop: only the estimate needs the block. */
 	if (cached > 0 && memcg.limit != HZ_OS_UNLIMITED) {
 		need = fresh + headroom(memcg.limit);
@@ -216,6 +227,8 @@ bool hz_cache_memory_limited(void)
 {
 	uint64_t limit = __atomic_load_n(&memcg.limit, __ATOMIC_RELAXED);
 
+	if (__atomic_load_n(&memcg.unknown, __ATOMIC_RELAXED))
+		return true;
 	return limit != 0 && limit != HZ_OS_UNLIMITED; /* 0: not read yet */
 }
 

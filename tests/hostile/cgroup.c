@@ -142,6 +142,11 @@ int cgroup_set(const struct cgroup *cg, const char *name, const char *text)
 
 int cgroup_run_inside(const struct cgroup *cg, const char *self)
 {
+	return cgroup_run_inside_as(cg, self, "inside");
+}
+
+int cgroup_run_inside_as(const struct cgroup *cg, const char *self, const char *arg)
+{
 	char pid_text[24];
 	pid_t pid;
 
@@ -152,7 +157,7 @@ int cgroup_run_inside(const struct cgroup *cg, const char *self)
 		snprintf(pid_text, sizeof(pid_text), "%d", (int)getpid());
 		CHECK(cgroup_set(cg, "cgroup.procs", pid_text) == 0, "joining %s: %s", cg->dir,
 		      strerror(errno));
-		execl(self, self, "inside", (char *)NULL);
+		execl(self, self, arg, (char *)NULL);
 		CHECK(0, "exec %s: %s", self, strerror(errno));
 	}
 	return hostile_wait(pid);

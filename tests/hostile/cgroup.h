@@ -26,5 +26,7 @@ int cgroup_set(const struct cgroup *cg, const char *name, const char *text);
 /* Fork; the child joins the cgroup and execs this program with "inside".
  * Returns the child's outcome (hostile_wait). */
 int cgroup_run_inside(const struct cgroup *cg, const char *self);
+/* The same with argument arg in place of "inside". */
+int cgroup_run_inside_as(const struct cgroup *cg, const char *self, const char *arg);
 
 #endif /* HZ_TESTS_HOSTILE_CGROUP_H */
