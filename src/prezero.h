@@ -65,6 +65,13 @@ void hz_prezero_poke(void);
  * when none ran, -EBUSY when it did not end in time. Keeps errno. */
 int hz_prezero_stop(void);
 
+/* As hz_prezero_stop, then wait, at most a second more, until the kernel
+ * has released the thread's task: it no longer counts towards
+ * RLIMIT_NPROC or a pids cgroup's pids.max (src/preload/tasks.c). 1 when
+ * a thread ended and was released, 0 when none ran, -EBUSY when either
+ * took longer. Keeps errno. */
+int hz_prezero_stop_task(void);
+
 /* As hz_prezero_stop, and the thread never starts again: calloc zeroes
  * its blocks itself from now on. For a program that installed a seccomp
  * filter: a new thread would make calls (clone3, sched_setscheduler,

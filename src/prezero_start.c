@@ -57,7 +57,8 @@ static void start_thread(void)
  * the CPU. */
 #define STOP_WAIT_NS 1000000000ull
 
-int hz_prezero_stop(void)
+/* hz_prezero_stop; *tid is the kernel id of the thread it stopped. */
+static int stop(int *tid)
 {
 	if (!__atomic_load_n(&pz_thread_started, __ATOMIC_ACQUIRE) ||
 	    __atomic_load_n(&pz_thread_failed, __ATOMIC_ACQUIRE))
@@ -68,10 +69,37 @@ int hz_prezero_stop(void)
 	if (!hz_prezero_wait(&pz_exited, ~0, 1, STOP_WAIT_NS))
 		return -EBUSY; /* it ends later: stop stays set */
 	/* Out of its loop: it runs only the C library's thread exit now. */
+	*tid = __atomic_load_n(&pz_tid, __ATOMIC_ACQUIRE);
 	__atomic_store_n(&pz_tid, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&pz_exited, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&pz_stop, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&pz_thread_started, 0, __ATOMIC_RELEASE);
+	return 1;
+}
+
+int hz_prezero_stop(void)
+{
+	int tid;
+
+	return stop(&tid);
+}
+
+/* 20 us between looks: the C library's thread exit and the kernel's
+ * release of the task take microseconds on a free core. */
+#define RELEASE_POLL_NS 20000u
+
+int hz_prezero_stop_task(void)
+{
+	int tid = 0, ret = stop(&tid);
+	uint64_t deadline = hz_prim_now_ns() + STOP_WAIT_NS;
+
+	if (ret != 1 || tid == 0)
+		return ret;
+	while (hz_prim_thread_known(tid)) {
+		if (hz_prim_now_ns() >= deadline)
+			return -EBUSY;
+		hz_prim_sleep_ns(RELEASE_POLL_NS);
+	}
 	return 1;
 }
 

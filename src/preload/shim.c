@@ -485,6 +485,78 @@ EXPORT int setns(int fd, int nstype)
 	return hz_preload_setns(NEXT(int (*)(int, int), "setns"), fd, nstype);
 }
 
+/* ---- calls that make a task (tasks.c): made again when the pre-zero
+ * thread held the task they needed ---- */
+#include <pthread.h>
+#include <sched.h>
+#include <spawn.h>
+
+#include "tasks.h"
+
+/* pthread_create, looked up with the allocator (the end of the file):
+ * hugezero starts its own thread through this symbol, maybe while it
+ * holds one of its locks, where dlsym's loader lock must not be taken. */
+static hz_pthread_create_fn next_pthread_create;
+
+static hz_pthread_create_fn pthread_create_next(void)
+{
+	hz_pthread_create_fn fn = __atomic_load_n(&next_pthread_create, __ATOMIC_RELAXED);
+
+	if (fn == NULL) {
+		fn = (hz_pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
+		__atomic_store_n(&next_pthread_create, fn, __ATOMIC_RELAXED);
+	}
+	return fn;
+}
+
+EXPORT pid_t fork(void)
+{
+	return hz_preload_fork(NEXT(pid_t (*)(void), "fork"));
+}
+
+EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *),
+			  void *arg)
+{
+	return hz_preload_pthread_create(pthread_create_next(), __builtin_return_address(0),
+					 thread, attr, fn, arg);
+}
+
+/* The three arguments after arg are read whatever flags say, as glibc's
+ * own clone passes every register on to the kernel. */
+EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
+{
+	pid_t *parent_tid, *child_tid;
+	void *tls;
+	va_list ap;
+
+	va_start(ap, arg);
+	parent_tid = va_arg(ap, pid_t *);
+	tls = va_arg(ap, void *);
+	child_tid = va_arg(ap, pid_t *);
+	va_end(ap);
+	return hz_preload_clone(NEXT(hz_clone_fn, "clone"), fn, stack, flags, arg, parent_tid, tls,
+				child_tid);
+}
+
+EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
+		       const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	return hz_preload_posix_spawn(NEXT(hz_spawn_fn, "posix_spawn"), pid, path, actions, attr,
+				      argv, envp);
+}
+
+EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions,
+			const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	return hz_preload_posix_spawn(NEXT(hz_spawn_fn, "posix_spawnp"), pid, file, actions, attr,
+				      argv, envp);
+}
+
+EXPORT int system(const char *command)
+{
+	return hz_preload_system(NEXT(int (*)(const char *), "system"), command);
+}
+
 /* Calls that change the calling thread's capabilities or sandbox (only
  * the caller's: creds.c stops the pre-zero thread first). glibc declares
  * capset in no header; prctl takes up to four more arguments, read as
@@ -578,6 +650,7 @@ static void resolve_versioned(struct hz_next *next)
 	void *vfree = dlvsym(RTLD_NEXT, "free", LIBC_BASE);
 
 	syscall_next();
+	pthread_create_next();
 	/* dlvsym passes over a definition without version information in an
 	 * object that has some (jemalloc's malloc), which the program's
 	 * reference does bind to: the versioned answer counts only when it
@@ -601,6 +674,7 @@ static void resolve_versioned(struct hz_next *next)
 {
 	(void)next; /* no known base version here: dlsym's answer stands */
 	syscall_next();
+	pthread_create_next();
 }
 #endif
 

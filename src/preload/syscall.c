@@ -10,7 +10,9 @@
  * every other number goes straight to the C library, which costs two
  * switches per call. unshare and setns by number stop the pre-zero thread
  * first, as their wrappers do (ns.c), and so do the calls that change a
- * thread's credentials or sandbox (creds.c).
+ * thread's credentials or sandbox (creds.c). clone, clone3 and fork by
+ * number are made again when the pre-zero thread held the task they
+ * needed (tasks.c).
  *
  * What still cannot be seen: a system call made with an instruction of
  * the program's own (inline assembly, a runtime's own stubs: Go, some
@@ -33,6 +35,7 @@
 #include <sys/syscall.h>
 
 #include "foreign.h"
+#include "tasks.h"
 
 /* Linux 6.10; the same number on x86_64 and aarch64 (the common table). */
 #ifndef SYS_mseal
@@ -69,7 +72,7 @@ static void find_text(void)
 	__atomic_store_n(&text_hi, hi, __ATOMIC_RELEASE);
 }
 
-static bool from_hugezero(const void *caller)
+bool hz_syscall_from_hugezero(const void *caller)
 {
 	uintptr_t c = (uintptr_t)caller;
 
@@ -79,7 +82,30 @@ static bool from_hugezero(const void *caller)
 	       c < __atomic_load_n(&text_hi, __ATOMIC_RELAXED);
 }
 
-/* The numbers whose wrappers hugezero interposes (shim.c, mmap.c). */
+/* Linux 5.3; the same number on x86_64 and aarch64 (the common table). */
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+
+/* The numbers that make a task as fork does (tasks.c). Not vfork: its
+ * child returns through these frames on the parent's stack, as it does
+ * through any syscall() (tasks.c says why a wrapper cannot help), so it
+ * goes straight to the C library. */
+static bool makes_task(long nr)
+{
+	switch (nr) {
+	case SYS_clone:
+	case SYS_clone3:
+#ifdef SYS_fork /* x86_64; aarch64 has clone only */
+	case SYS_fork:
+#endif
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The numbers whose wrappers hugezero interposes (shim.c, mmap.c, tasks.c). */
 static bool interposed(long nr)
 {
 	switch (nr) {
@@ -99,7 +125,7 @@ static bool interposed(long nr)
 	case SYS_setns:
 		return true;
 	default:
-		return false;
+		return makes_task(nr);
 	}
 }
 
@@ -123,6 +149,20 @@ static int raw_setns(int fd, int nstype)
 {
 	return (int)__atomic_load_n(&ns_real, __ATOMIC_RELAXED)(SYS_setns, (long)fd,
 								 (long)nstype, 0L, 0L, 0L, 0L);
+}
+
+/* A call that makes a task, made once more when it failed for want of
+ * the task the pre-zero thread held (tasks.c); errno after a retry that
+ * succeeds is what it was before. */
+static long task_call(hz_syscall_fn real, long nr, const long a[6])
+{
+	int saved = errno;
+	long ret = call(real, nr, a);
+
+	if (ret != -1 || !hz_tasks_again(errno))
+		return ret;
+	errno = saved;
+	return call(real, nr, a);
 }
 
 /* The calls that return their own result: the unmap and move of a range
@@ -162,6 +202,12 @@ static long route(hz_syscall_fn real, long nr, const long a[6])
 	case SYS_setns:
 		__atomic_store_n(&ns_real, real, __ATOMIC_RELAXED);
 		return hz_preload_setns(raw_setns, (int)a[0], (int)a[1]);
+	case SYS_clone:
+	case SYS_clone3:
+#ifdef SYS_fork
+	case SYS_fork:
+#endif
+		return task_call(real, nr, a);
 	case SYS_mmap:
 		if ((int)a[3] & MAP_FIXED)
 			hz_foreign_changed(addr, len); /* over a block: foreign.h */
@@ -183,7 +229,7 @@ HZ_PRIVATE_API long hz_preload_syscall(hz_syscall_fn real, const void *caller, l
 		errno = ENOSYS;
 		return -1;
 	}
-	if (from_hugezero(caller))
+	if (hz_syscall_from_hugezero(caller))
 		return call(real, nr, a);
 	hz_preload_security_call(nr, a[0]);
 	if (!interposed(nr))

@@ -212,6 +212,12 @@ unsigned hz_prim_confine_thread(void);
 /* The calling thread's kernel id (gettid). */
 int hz_prim_gettid(void);
 
+/* Whether the kernel still knows thread tid of this process: false once
+ * it has released the task, which then counts no more towards
+ * RLIMIT_NPROC or a pids cgroup (tgkill with signal 0: ESRCH). errno is
+ * unchanged. */
+bool hz_prim_thread_known(int tid);
+
 /* Whether the C library still takes the process for single-threaded
  * (glibc's __libc_single_threaded: false from the first pthread_create on,
  * for good). */

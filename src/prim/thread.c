@@ -74,6 +74,19 @@ int hz_prim_gettid(void)
 	return (int)syscall(SYS_gettid); /* never fails, errno untouched */
 }
 
+/* The kernel drops the task from its user's count and from its pids
+ * cgroup in release_task, before it unhashes the id that tgkill looks up:
+ * ESRCH means both counts are down. */
+bool hz_prim_thread_known(int tid)
+{
+	int saved = errno;
+	bool known = syscall(SYS_tgkill, (long)hz_prim_getpid(), (long)tid, 0L) == 0 ||
+		     errno != ESRCH;
+
+	errno = saved;
+	return known;
+}
+
 #ifndef CLOSE_RANGE_UNSHARE
 #define CLOSE_RANGE_UNSHARE (1U << 1) /* Linux 5.9 */
 #endif
