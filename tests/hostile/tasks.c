@@ -25,14 +25,14 @@
 
 #define BLOCK (64 * MiB)
 #define ROUNDS 3
-#define CHILD_STACK (256 * 1024)
+#define CHILD_STACK (256 * KiB)
 
 extern char **environ;
 
 /* Calloc, write and free one size a few times: a size that is reused. */
 static void recycle_blocks(void)
 {
-	struct timespec settle = { 0, 100 * 1000 * 1000 };
+	struct timespec settle = { 0, 100000000L }; /* 100 ms */
 
 	for (int i = 0; i < 6; i++) {
 		char *p = calloc(1, BLOCK);
