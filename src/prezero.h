@@ -58,19 +58,13 @@ void hz_prezero_start_for_promotion(uint64_t since);
 void hz_prezero_poke(void);
 
 /* Outside the guard: end the thread and wait, at most a second, until it
- * has left its loop (before unshare or setns, which need a
- * single-threaded process, and before a change of credentials); the next
- * hz_prezero_wake starts it again. The kernel counts it a few
- * microseconds longer (see src/preload/ns.c). 1 when a thread ended, 0
- * when none ran, -EBUSY when it did not end in time. Keeps errno. */
+ * has left its loop, and at most a second more until the kernel has
+ * released its task (before unshare or setns, which need a
+ * single-threaded process, before a change of credentials, and when a
+ * call that makes a task met RLIMIT_NPROC or pids.max, src/preload/tasks.c);
+ * the next hz_prezero_wake starts it again. 1 when a thread ended, 0 when
+ * none ran, -EBUSY when it did not end in time. Keeps errno. */
 int hz_prezero_stop(void);
-
-/* As hz_prezero_stop, then wait, at most a second more, until the kernel
- * has released the thread's task: it no longer counts towards
- * RLIMIT_NPROC or a pids cgroup's pids.max (src/preload/tasks.c). 1 when
- * a thread ended and was released, 0 when none ran, -EBUSY when either
- * took longer. Keeps errno. */
-int hz_prezero_stop_task(void);
 
 /* As hz_prezero_stop, and the thread never starts again: calloc zeroes
  * its blocks itself from now on. For a program that installed a seccomp

@@ -57,8 +57,9 @@ static void start_thread(void)
  * the CPU. */
 #define STOP_WAIT_NS 1000000000ull
 
-/* hz_prezero_stop; *tid is the kernel id of the thread it stopped. */
-static int stop(int *tid)
+/* Ask the thread to end and wait until it has left its loop: 1 with *tid
+ * its kernel id, 0 when none ran, -EBUSY when it did not leave in time. */
+static int leave_loop(int *tid)
 {
 	if (!__atomic_load_n(&pz_thread_started, __ATOMIC_ACQUIRE) ||
 	    __atomic_load_n(&pz_thread_failed, __ATOMIC_ACQUIRE))
@@ -77,20 +78,17 @@ static int stop(int *tid)
 	return 1;
 }
 
-int hz_prezero_stop(void)
-{
-	int tid;
-
-	return stop(&tid);
-}
-
 /* 20 us between looks: the C library's thread exit and the kernel's
  * release of the task take microseconds on a free core. */
 #define RELEASE_POLL_NS 20000u
 
-int hz_prezero_stop_task(void)
+/* Out of its loop is not gone: until the kernel releases the task, it
+ * still counts towards RLIMIT_NPROC and pids.max, keeps the process
+ * multi-threaded for unshare and setns, and shows in /proc/PID/task with
+ * the credentials it had. So the caller waits for the release too. */
+int hz_prezero_stop(void)
 {
-	int tid = 0, ret = stop(&tid);
+	int tid = 0, ret = leave_loop(&tid);
 	uint64_t deadline = hz_prim_now_ns() + STOP_WAIT_NS;
 
 	if (ret != 1 || tid == 0)

@@ -42,7 +42,7 @@
 
 bool hz_tasks_again(int err)
 {
-	return err == EAGAIN && hz_prezero_stop_task() == 1;
+	return err == EAGAIN && hz_prezero_stop() == 1;
 }
 
 HZ_PRIVATE_API pid_t hz_preload_fork(pid_t (*real)(void))
