@@ -23,7 +23,7 @@ static inline size_t threshold(void)
 static inline int is_large(size_t size)
 {
 	return size >= threshold() &&
-	       __atomic_load_n(&hz_preload_active, __ATOMIC_RELAXED);
+	       __atomic_load_n(&hz_preload_active, __ATOMIC_RELAXED) && !hz_preload_forking;
 }
 
 /* A hugezero block (all zero with zero), or NULL when the reservation
@@ -55,7 +55,9 @@ HZ_PRIVATE_API void hz_preload_free(void *p)
 	if (hz_blocks_owns(p)) {
 		int saved = errno;
 
-		if (__atomic_load_n(&hz_preload_active, __ATOMIC_RELAXED))
+		if (hz_preload_forking) /* freed after the fork handlers (start.c) */
+			(void)hz_preload_fork_defer(p);
+		else if (__atomic_load_n(&hz_preload_active, __ATOMIC_RELAXED))
 			hz_recycle_free(p);
 		else /* stepped aside (start.c): back to the kernel, as glibc's munmap */
 			hz_blocks_free(p);
@@ -119,7 +121,7 @@ HZ_PRIVATE_API void *hz_preload_realloc(void *p, size_t size)
 			hz_preload_free(p);
 			return NULL;
 		}
-		if (size < threshold() || !__atomic_load_n(&hz_preload_active, __ATOMIC_RELAXED))
+		if (size < threshold() || !is_large(size))
 			return move_across(p, hz_blocks_usable(p), size, 0);
 		if (hz_blocks_resize(p, size, &q) == 0)
 			return q;

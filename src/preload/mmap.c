@@ -50,7 +50,7 @@ static int wants_alignment(void *addr, size_t len, int prot, int flags)
 	       (prot & PROT_WRITE) &&
 	       len >= __atomic_load_n(&hz_config_threshold, __ATOMIC_RELAXED) &&
 	       len <= SIZE_MAX - 2 * HZ_SZ_2M &&
-	       __atomic_load_n(&hz_preload_active, __ATOMIC_RELAXED) &&
+	       __atomic_load_n(&hz_preload_active, __ATOMIC_RELAXED) && !hz_preload_forking &&
 	       hz_config()->mmap;
 }
 

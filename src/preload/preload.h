@@ -4,6 +4,7 @@
 #ifndef HZ_PRELOAD_H
 #define HZ_PRELOAD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "shim_abi.h"
@@ -16,6 +17,15 @@ extern struct hz_next hz_next;
 /* Large requests go to hugezero only when this is true: set up done,
  * HUGEZERO_DISABLE off and the reservation made. */
 extern int hz_preload_active;
+
+/* This thread is inside fork between hugezero's prepare handler and its
+ * parent or child handler, holding hugezero's locks, while the handlers
+ * of other libraries run (start.c): large requests go to the next
+ * allocator and frees of blocks wait for hz_preload_fork_defer's list. */
+extern __thread bool hz_preload_forking;
+/* Keep block p to be freed after the fork handlers (false: the list is
+ * full, and p stays live). */
+bool hz_preload_fork_defer(void *p);
 
 /* From now on new large requests go to the next allocator, and a block
  * freed goes back to the kernel at once: a seccomp filter is in force,

@@ -83,6 +83,40 @@ static void stdio_list_unlock(void) {}
 static void stdio_list_reset(void) {}
 #endif
 
+/* Fork handlers run in an order hugezero does not choose: prepare
+ * handlers in the reverse order of registration, parent and child
+ * handlers in that order. A library that registered before hugezero
+ * started (from its constructor) has its prepare handler run after ours
+ * and its parent and child handlers before ours, all while this thread
+ * holds our locks; glibc's malloc takes its own locks inside fork after
+ * every prepare handler and drops them before the others. So between our
+ * prepare and our parent or child handler, this thread asks nothing of
+ * the locked tables: large requests go to the next allocator (its locks
+ * are free then), and a block freed is kept on a short list and freed
+ * after our locks are given back, in the parent and in the child alike
+ * (each frees its own copy). */
+__thread bool hz_preload_forking;
+
+/* 64 frees of large blocks inside fork handlers: more stay live (a leak
+ * of those blocks, never a deadlock or a block freed twice). */
+#define FORK_DEFER_MAX 64
+static void *fork_deferred[FORK_DEFER_MAX];
+static unsigned fork_deferred_count;
+
+HZ_PRIVATE_API bool hz_preload_fork_defer(void *p)
+{
+	if (fork_deferred_count == FORK_DEFER_MAX)
+		return false;
+	fork_deferred[fork_deferred_count++] = p;
+	return true;
+}
+
+static void free_deferred(void)
+{
+	while (fork_deferred_count > 0)
+		hz_preload_free(fork_deferred[--fork_deferred_count]);
+}
+
 /* Locks are taken in the order the code nests them: stdio's list (see
  * above), recycle, then blocks. */
 static void fork_prepare(void)
@@ -90,22 +124,27 @@ static void fork_prepare(void)
 	stdio_list_lock();
 	hz_recycle_fork_prepare();
 	hz_blocks_fork_prepare();
+	hz_preload_forking = true;
 }
 
 static void fork_parent(void)
 {
+	hz_preload_forking = false;
 	hz_blocks_fork_parent();
 	hz_recycle_fork_parent();
 	stdio_list_unlock();
+	free_deferred();
 }
 
 /* The child is single-threaded: every lock is free, whatever its state
  * was. */
 static void fork_child(void)
 {
+	hz_preload_forking = false;
 	hz_blocks_fork_child();
 	hz_recycle_fork_child();
 	stdio_list_reset();
+	free_deferred();
 }
 
 /* A seccomp filter, inherited through exec (systemd's SystemCallFilter=,
