@@ -329,8 +329,9 @@ void hz_recycle_free(void *p)
 		hz_prezero_poke();
 }
 
-void hz_recycle_drop(void)
+size_t hz_recycle_drop(void)
 {
+	size_t dropped = 0;
 	bool more = true;
 
 	while (more) {
@@ -338,16 +339,54 @@ void hz_recycle_drop(void)
 		struct hz_cache *c = hz_prezero_enter(&b);
 
 		if (!c)
-			return;
+			return dropped;
 		while (c->count > 0 && b.count < HZ_CACHE_BATCH) {
 			struct hz_cache_entry e = hz_cache_remove(c, c->count - 1);
 
+			dropped += hz_span_bytes(&e.span);
 			hz_cache_batch_put(c, &b, &e.span);
 		}
 		more = c->count > 0;
 		hz_prezero_leave();
 		hz_prezero_release(&b);
 	}
+	return dropped;
+}
+
+/* The span the pre-zero thread is zeroing, taken from it and released:
+ * left alone, the thread puts it back in the table when it is done. */
+static size_t drop_held(void)
+{
+	struct hz_cache_batch b = { .count = 0 };
+	struct hz_cache *c = hz_prezero_enter(&b);
+	struct hz_span held;
+	size_t dirty, dropped = 0;
+
+	if (!c)
+		return 0;
+	if (hz_prezero_claim(&held, &dirty) == 0) { /* leaves the guard either way */
+		hz_cache_batch_put(c, &b, &held);
+		dropped = hz_span_bytes(&held);
+	}
+	hz_prezero_release(&b);
+	return dropped;
+}
+
+/* Rounds of hz_recycle_trim: a span the thread finished just as it was
+ * claimed is back in the table for the next round; more rounds than that
+ * would chase a program that frees meanwhile. */
+#define TRIM_ROUNDS 4
+
+size_t hz_recycle_trim(void)
+{
+	size_t dropped = 0, round_dropped = 1;
+
+	for (int round = 0; round < TRIM_ROUNDS && round_dropped > 0; round++) {
+		round_dropped = hz_recycle_drop();
+		round_dropped += drop_held();
+		dropped += round_dropped;
+	}
+	return dropped;
 }
 
 void hz_recycle_fork_prepare(void)

@@ -22,8 +22,14 @@ void hz_recycle_free(void *p);
 /* Release every span the cache holds (one pass: spans the pre-zero
  * thread holds now come back later, and a refused guard drops nothing).
  * For a program lowering its RLIMIT_AS, or calling mlockall (a cached
- * block would stay locked, or be handed out unlocked). Keeps errno. */
-void hz_recycle_drop(void);
+ * block would stay locked, or be handed out unlocked). Returns the bytes
+ * given back. Keeps errno. */
+size_t hz_recycle_drop(void);
+
+/* As hz_recycle_drop, and the span the pre-zero thread holds too, taken
+ * from it (waiting for it to stop at its next unit): nothing freed stays
+ * cached. For malloc_trim. Returns the bytes given back. Keeps errno. */
+size_t hz_recycle_trim(void);
 
 /* fork handlers. */
 void hz_recycle_fork_prepare(void);

@@ -473,6 +473,19 @@ EXPORT int prlimit64(pid_t pid, __rlimit_resource_t resource, const struct rlimi
 			 (struct rlimit *)old);
 }
 
+/* ---- malloc's introspection and tuning (introspect.c) ----
+ * The next library's answer first, then the blocks'. glibc's is found
+ * even when the next allocator is a program's own without one (jemalloc
+ * has no malloc_trim): it then answers for glibc's idle heap, as it would
+ * without the preload. */
+#include "introspect.h"
+
+EXPORT int malloc_trim(size_t pad)
+{
+	ready();
+	return hz_preload_malloc_trim(NEXT(int (*)(size_t), "malloc_trim"), pad);
+}
+
 /* ---- namespaces (ns.c): the pre-zero thread stops first ---- */
 
 EXPORT int unshare(int flags)

@@ -1,0 +1,16 @@
+/* The shim's malloc_trim: see introspect.c. Exported for the shim only,
+ * like preload.h's hz_preload_* functions: not a public API. */
+#ifndef HZ_PRELOAD_INTROSPECT_H
+#define HZ_PRELOAD_INTROSPECT_H
+
+#include <stddef.h>
+
+#include "preload.h"
+
+/* malloc_trim(pad): real (the next library's, NULL when it has none) is
+ * called, then hugezero gives back its cached blocks and the regions left
+ * without a block. Returns 1 when either gave memory back, else 0, as
+ * glibc's does. Keeps errno. */
+HZ_PRIVATE_API int hz_preload_malloc_trim(int (*real)(size_t), size_t pad);
+
+#endif /* HZ_PRELOAD_INTROSPECT_H */
