@@ -128,6 +128,22 @@ size_t hz_blocks_held(void)
 	return __atomic_load_n(&held, __ATOMIC_RELAXED);
 }
 
+/* Blocks live now: one each from hand-out to free, whatever realloc does
+ * to its size meanwhile (a block moved by realloc is still one). Relaxed:
+ * a statistic (mallinfo), never a decision. */
+static size_t live_blocks;
+
+static void count_blocks(int delta)
+{
+	__atomic_add_fetch(&live_blocks, (size_t)delta, __ATOMIC_RELAXED);
+}
+
+void hz_blocks_live_totals(size_t *blocks, size_t *bytes)
+{
+	*blocks = __atomic_load_n(&live_blocks, __ATOMIC_RELAXED);
+	*bytes = (size_t)__atomic_load_n(&hz_stats.live_bytes, __ATOMIC_RELAXED);
+}
+
 /* Map a new region (grow_lock held) and claim n granules in it. */
 static int grow(size_t n, size_t align, struct hz_block_region **out, size_t *first)
 {
@@ -293,6 +309,7 @@ int hz_blocks_alloc(size_t size, size_t align, void **out)
 	m->backing = (uint8_t)got;
 	__atomic_store_n(&m->live, 1, __ATOMIC_RELEASE);
 	hz_blocks_count_live((int64_t)len);
+	count_blocks(1);
 	*out = (void *)hz_region_addr(r, first);
 	return 0;
 }
@@ -337,6 +354,7 @@ void hz_blocks_retire(void *p, struct hz_span *span)
 	if (!__atomic_exchange_n(&m->live, 0, __ATOMIC_ACQ_REL))
 		hz_fatal("free(%p): hugezero block freed twice at once", p);
 	hz_blocks_count_live(-(int64_t)hz_span_bytes(span));
+	count_blocks(-1);
 }
 
 /* Checks on hand-out, always on and O(1), as musl's mallocng checks on
@@ -381,6 +399,7 @@ void hz_blocks_revive(const struct hz_span *span)
 		hz_fatal("malloc: block %p handed out twice at once (recycler bug)",
 			 (void *)span->range.start);
 	hz_blocks_count_live((int64_t)hz_span_bytes(span));
+	count_blocks(1);
 }
 
 static uint64_t handouts;

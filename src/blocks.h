@@ -52,6 +52,11 @@ size_t hz_blocks_reservation_size(void);
 /* Bytes of address space the regions hold now. */
 size_t hz_blocks_held(void);
 
+/* How many blocks the program holds now (live: handed out and not freed)
+ * and their usable bytes; cached blocks are not counted. Lock-free, each
+ * figure read atomically, the two not at one instant. */
+void hz_blocks_live_totals(size_t *blocks, size_t *bytes);
+
 static inline bool hz_blocks_owns(const void *p)
 {
 	uintptr_t g = (uintptr_t)p >> HZ_REGION_SHIFT;

@@ -1,8 +1,10 @@
-/* The shim's malloc_trim: see introspect.c. Exported for the shim only,
- * like preload.h's hz_preload_* functions: not a public API. */
+/* The shim's malloc_trim, mallinfo2 and mallinfo: see introspect.c.
+ * Exported for the shim only, like preload.h's hz_preload_* functions:
+ * not a public API. */
 #ifndef HZ_PRELOAD_INTROSPECT_H
 #define HZ_PRELOAD_INTROSPECT_H
 
+#include <malloc.h>
 #include <stddef.h>
 
 #include "preload.h"
@@ -12,5 +14,10 @@
  * without a block. Returns 1 when either gave memory back, else 0, as
  * glibc's does. Keeps errno. */
 HZ_PRIVATE_API int hz_preload_malloc_trim(int (*real)(size_t), size_t pad);
+
+/* Add the live blocks to what the next allocator's mallinfo2 or mallinfo
+ * answered (see introspect.c for which fields). */
+HZ_PRIVATE_API void hz_preload_mallinfo2(struct mallinfo2 *m);
+HZ_PRIVATE_API void hz_preload_mallinfo(struct mallinfo *m);
 
 #endif /* HZ_PRELOAD_INTROSPECT_H */

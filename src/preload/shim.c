@@ -474,16 +474,40 @@ EXPORT int prlimit64(pid_t pid, __rlimit_resource_t resource, const struct rlimi
 }
 
 /* ---- malloc's introspection and tuning (introspect.c) ----
- * The next library's answer first, then the blocks'. glibc's is found
- * even when the next allocator is a program's own without one (jemalloc
- * has no malloc_trim): it then answers for glibc's idle heap, as it would
- * without the preload. */
+ * The next library's answer first, then the blocks'. glibc's are found
+ * even when the next allocator is a program's own without them (jemalloc
+ * has no malloc_trim): they then answer for glibc's idle heap, as they
+ * would without the preload. */
 #include "introspect.h"
 
 EXPORT int malloc_trim(size_t pad)
 {
 	ready();
 	return hz_preload_malloc_trim(NEXT(int (*)(size_t), "malloc_trim"), pad);
+}
+
+EXPORT struct mallinfo2 mallinfo2(void)
+{
+	struct mallinfo2 (*fn)(void) = NEXT(struct mallinfo2 (*)(void), "mallinfo2");
+	struct mallinfo2 m = { 0 };
+
+	if (fn != NULL)
+		m = fn();
+	ready();
+	hz_preload_mallinfo2(&m);
+	return m;
+}
+
+EXPORT struct mallinfo mallinfo(void)
+{
+	struct mallinfo (*fn)(void) = NEXT(struct mallinfo (*)(void), "mallinfo");
+	struct mallinfo m = { 0 };
+
+	if (fn != NULL)
+		m = fn();
+	ready();
+	hz_preload_mallinfo(&m);
+	return m;
 }
 
 /* ---- namespaces (ns.c): the pre-zero thread stops first ---- */

@@ -1,6 +1,7 @@
 /* malloc's own introspection and tuning (issue 25): malloc_trim gives
- * freed memory back. glibc serves these sizes with mmap, so a freed block
- * is gone at once. */
+ * freed memory back, mallinfo2 and mallinfo count what is allocated (the
+ * figures profilers read). glibc serves these sizes with mmap, so a freed
+ * block is gone at once and a live one counts in hblks and hblkhd. */
 #include "hostile.h"
 
 #include <malloc.h>
@@ -47,10 +48,60 @@ static int trim_after_free(void)
 	return 0;
 }
 
+#define INFO_BLOCKS 4
+#define INFO_BLOCK (32 * MiB)
+
+/* Live large blocks count in hblks and hblkhd, and leave them when freed.
+ * The fields of mallinfo2 and of mallinfo, read through one macro. */
+#define CHECK_COUNTS_LIVE_BLOCKS(info, type)                                             \
+	do {                                                                             \
+		struct type before = info(), live, after;                                \
+		char *p[INFO_BLOCKS];                                                    \
+                                                                                         \
+		for (int i = 0; i < INFO_BLOCKS; i++) {                                  \
+			p[i] = malloc(INFO_BLOCK);                                       \
+			CHECK(p[i] != NULL, "malloc: %s", strerror(errno));              \
+			memset(p[i], 1, INFO_BLOCK);                                     \
+		}                                                                        \
+		live = info();                                                           \
+		for (int i = 0; i < INFO_BLOCKS; i++)                                    \
+			free(p[i]);                                                      \
+		after = info();                                                          \
+		CHECK((size_t)(live.hblks - before.hblks) >= INFO_BLOCKS,                \
+		      #info ": hblks %zu -> %zu with %d large blocks live",              \
+		      (size_t)before.hblks, (size_t)live.hblks, INFO_BLOCKS);            \
+		CHECK((size_t)(live.hblkhd - before.hblkhd) >= INFO_BLOCKS * INFO_BLOCK, \
+		      #info ": hblkhd %zu -> %zu MiB with %zu MiB in large blocks live", \
+		      (size_t)before.hblkhd >> 20, (size_t)live.hblkhd >> 20,            \
+		      INFO_BLOCKS * INFO_BLOCK >> 20);                                   \
+		CHECK(after.hblks == before.hblks && after.hblkhd == before.hblkhd,      \
+		      #info ": after free hblks %zu, hblkhd %zu; before %zu, %zu",       \
+		      (size_t)after.hblks, (size_t)after.hblkhd, (size_t)before.hblks,   \
+		      (size_t)before.hblkhd);                                            \
+	} while (0)
+
+static int mallinfo2_counts(void)
+{
+	CHECK_COUNTS_LIVE_BLOCKS(mallinfo2, mallinfo2);
+	return 0;
+}
+
+/* mallinfo is deprecated (its int fields overflow at 2 GiB), and still
+ * called by older profilers; these figures fit. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static int mallinfo_counts(void)
+{
+	CHECK_COUNTS_LIVE_BLOCKS(mallinfo, mallinfo);
+	return 0;
+}
+#pragma GCC diagnostic warning "-Wdeprecated-declarations"
+
 int main(int argc, char **argv)
 {
 	static const struct hostile_variant variants[] = {
 		{ "trim", trim_after_free },
+		{ "mallinfo2", mallinfo2_counts },
+		{ "mallinfo", mallinfo_counts },
 		{ NULL, NULL },
 	};
 
