@@ -1,6 +1,6 @@
-/* The shim's malloc_trim, mallinfo2 and mallinfo: see introspect.c.
- * Exported for the shim only, like preload.h's hz_preload_* functions:
- * not a public API. */
+/* The shim's malloc_trim, mallinfo2, mallinfo and mallopt: see
+ * introspect.c. Exported for the shim only, like preload.h's hz_preload_*
+ * functions: not a public API. */
 #ifndef HZ_PRELOAD_INTROSPECT_H
 #define HZ_PRELOAD_INTROSPECT_H
 
@@ -19,5 +19,17 @@ HZ_PRIVATE_API int hz_preload_malloc_trim(int (*real)(size_t), size_t pad);
  * answered (see introspect.c for which fields). */
 HZ_PRIVATE_API void hz_preload_mallinfo2(struct mallinfo2 *m);
 HZ_PRIVATE_API void hz_preload_mallinfo(struct mallinfo *m);
+
+/* After the next allocator's mallopt(param, value) answered ret: what
+ * hugezero's blocks follow of it (M_PERTURB). */
+HZ_PRIVATE_API void hz_preload_mallopt(int param, int value, int ret);
+
+/* Start-up: the perturb byte of MALLOC_PERTURB_ or GLIBC_TUNABLES'
+ * glibc.malloc.perturb, as glibc reads them. */
+void hz_preload_perturb_start(void);
+
+/* A block malloc (not calloc) hands out: filled with the perturb byte's
+ * complement when one is set, as glibc fills what it hands out. */
+void hz_preload_perturb(void *p, size_t size);
 
 #endif /* HZ_PRELOAD_INTROSPECT_H */

@@ -12,6 +12,7 @@
 #include "../range.h"
 #include "../sizes.h"
 #include "../stats.h"
+#include "introspect.h"
 #include "preload.h"
 
 /* HUGEZERO_THRESHOLD: one plain load on the small-request path. */
@@ -36,6 +37,8 @@ static void *large_alloc(size_t size, size_t align, bool zero)
 	if (hz_recycle_alloc(size, align, zero, &p) != 0)
 		return NULL;
 	hz_stats_add(mallocs, 1);
+	if (!zero)
+		hz_preload_perturb(p, size);
 	return p;
 }
 

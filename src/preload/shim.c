@@ -510,6 +510,19 @@ EXPORT struct mallinfo mallinfo(void)
 	return m;
 }
 
+/* Start-up first: it reads MALLOC_PERTURB_, which a later mallopt
+ * overrides, as in glibc. */
+EXPORT int mallopt(int param, int value)
+{
+	int (*fn)(int, int) = NEXT(int (*)(int, int), "mallopt");
+	int ret;
+
+	ready();
+	ret = fn != NULL ? fn(param, value) : 0;
+	hz_preload_mallopt(param, value, ret);
+	return ret;
+}
+
 /* ---- namespaces (ns.c): the pre-zero thread stops first ---- */
 
 EXPORT int unshare(int flags)

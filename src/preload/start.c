@@ -17,6 +17,7 @@
 #include "../prim/prim.h"
 #include "../recycle.h"
 #include "../report.h"
+#include "introspect.h"
 #include "jemalloc_next.h"
 #include "preload.h"
 
@@ -207,6 +208,7 @@ static void start(void)
 		return;
 	}
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	hz_preload_perturb_start();
 	__atomic_store_n(&routing, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&hz_preload_active, 1, __ATOMIC_RELEASE);
 }

@@ -1,10 +1,13 @@
 /* malloc's own introspection and tuning (issue 25): malloc_trim gives
  * freed memory back, mallinfo2 and mallinfo count what is allocated (the
- * figures profilers read). glibc serves these sizes with mmap, so a freed
- * block is gone at once and a live one counts in hblks and hblkhd. */
+ * figures profilers read), and mallopt(M_PERTURB) or MALLOC_PERTURB_ fill
+ * what malloc hands out. glibc serves these sizes with mmap, so a freed
+ * block is gone at once, a live one counts in hblks and hblkhd, and a
+ * fresh one is filled with the perturb byte's complement. */
 #include "hostile.h"
 
 #include <malloc.h>
+#include <unistd.h>
 
 /* glibc serves each of these with mmap (above M_MMAP_THRESHOLD's 32 MiB
  * ceiling), and there are enough for a cache to hold hundreds of MiB. */
@@ -88,13 +91,79 @@ static int mallinfo2_counts(void)
 
 /* mallinfo is deprecated (its int fields overflow at 2 GiB), and still
  * called by older profilers; these figures fit. */
+#pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 static int mallinfo_counts(void)
 {
 	CHECK_COUNTS_LIVE_BLOCKS(mallinfo, mallinfo);
 	return 0;
 }
-#pragma GCC diagnostic warning "-Wdeprecated-declarations"
+#pragma GCC diagnostic pop
+
+#define PERTURB 0x5a
+#define PERTURB_BLOCK (16 * MiB)
+
+/* Whether the bytes at a few offsets across the block are all byte. */
+static void check_sampled(const unsigned char *p, size_t len, unsigned char byte,
+			  const char *what)
+{
+	const size_t offsets[] = { 0, 1, 4095, 4096, len / 2, len - 4097, len - 1 };
+
+	for (size_t i = 0; i < sizeof(offsets) / sizeof(offsets[0]); i++)
+		CHECK(p[offsets[i]] == byte, "%s: byte %#x at offset %zu, not %#x", what,
+		      p[offsets[i]], offsets[i], byte);
+}
+
+/* With a perturb byte set: a fresh malloc, and one that follows a free of
+ * the same size, read its complement; calloc still reads zero. */
+static void check_perturbed(void)
+{
+	unsigned char *p = malloc(PERTURB_BLOCK), *z;
+
+	CHECK(p != NULL, "malloc: %s", strerror(errno));
+	/* hostile_keep: reading what malloc left is the point here. */
+	check_sampled(hostile_keep(p), PERTURB_BLOCK, PERTURB ^ 0xff, "fresh malloc");
+	memset(p, 7, PERTURB_BLOCK);
+	free(p);
+	p = malloc(PERTURB_BLOCK);
+	CHECK(p != NULL, "malloc: %s", strerror(errno));
+	check_sampled(hostile_keep(p), PERTURB_BLOCK, PERTURB ^ 0xff, "malloc after free");
+	memset(p, 7, PERTURB_BLOCK);
+	free(p);
+	z = calloc(1, PERTURB_BLOCK);
+	CHECK(z != NULL, "calloc: %s", strerror(errno));
+	CHECK(hz_test_first_nonzero((const char *)z, PERTURB_BLOCK) == PERTURB_BLOCK,
+	      "calloc with a perturb byte set is not zero");
+	free(z);
+}
+
+static int perturb_mallopt(void)
+{
+	CHECK(mallopt(M_PERTURB, PERTURB) == 1, "mallopt(M_PERTURB) refused");
+	check_perturbed();
+	return 0;
+}
+
+/* glibc reads MALLOC_PERTURB_ once, as it starts: the case runs itself
+ * again with it set. */
+static int perturb_env(void)
+{
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	CHECK(n > 0, "readlink /proc/self/exe: %s", strerror(errno));
+	self[n] = '\0';
+	CHECK(setenv("MALLOC_PERTURB_", "90", 1) == 0, "setenv"); /* 90 is 0x5a */
+	execl(self, self, "perturb_env_child", (char *)NULL);
+	CHECK(0, "exec %s: %s", self, strerror(errno));
+	return 1;
+}
+
+static int perturb_env_child(void)
+{
+	check_perturbed();
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -102,6 +171,9 @@ int main(int argc, char **argv)
 		{ "trim", trim_after_free },
 		{ "mallinfo2", mallinfo2_counts },
 		{ "mallinfo", mallinfo_counts },
+		{ "perturb", perturb_mallopt },
+		{ "perturb_env", perturb_env },
+		{ "perturb_env_child", perturb_env_child },
 		{ NULL, NULL },
 	};
 
