@@ -370,10 +370,19 @@ static void name_mapping(uintptr_t start, size_t len, enum hz_backing b)
 		hz_prim_name_mapping((void *)start, len, names[b]);
 }
 
+/* The kernel checks RLIMIT_DATA when a mapping adds private writable
+ * memory, but counts a MAP_FIXED mapping net of what it replaces: a block
+ * mapped over the PROT_NONE reservation adds nothing by that count (and
+ * the program's next mmap fails instead). So the limit is checked here,
+ * as the kernel would for glibc's mmap of the same block: a refused block
+ * goes to the next allocator, which meets the kernel's check. */
 int hz_backing_map(uintptr_t start, size_t len, enum hz_backing want,
 		   enum hz_backing *got)
 {
 	int ret = -ENOMEM;
+
+	if (!hz_prim_data_fits(len))
+		return -ENOMEM;
 
 	for (enum hz_backing b = want; b < HZ_BACKING_COUNT; b++) {
 		if (b <= HZ_BACKING_HUGETLB2M) {

@@ -44,13 +44,19 @@ static void shrink_for(uint64_t limit)
 		 hz_blocks_held() >> 20);
 }
 
+/* RLIMIT_DATA counts what is mapped private and writable, cached blocks
+ * included, which glibc would have unmapped: they go before the limit
+ * changes. Blocks are then mapped only within it (backing.c). */
 HZ_PRIVATE_API void hz_preload_setrlimit(int resource, const struct rlimit *rl)
 {
 	int saved = errno;
 
-	if (resource != RLIMIT_AS || rl == NULL || rl->rlim_cur == RLIM_INFINITY)
+	if ((resource != RLIMIT_AS && resource != RLIMIT_DATA) || rl == NULL ||
+	    rl->rlim_cur == RLIM_INFINITY || !__atomic_load_n(&hz_preload_active, __ATOMIC_ACQUIRE))
 		return;
-	if (__atomic_load_n(&hz_preload_active, __ATOMIC_ACQUIRE))
+	if (resource == RLIMIT_AS)
 		shrink_for((uint64_t)rl->rlim_cur);
+	else
+		hz_recycle_drop();
 	errno = saved;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/resource.h>
 
 #include "prim.h"
 #include "../sizes.h"
@@ -319,6 +320,20 @@ int hz_prim_thread_count(unsigned *count)
 	if (ret == 0)
 		*count = (unsigned)v;
 	return ret;
+}
+
+bool hz_prim_data_fits(size_t len)
+{
+	struct rlimit rl;
+	uint64_t kib;
+
+	if (getrlimit(RLIMIT_DATA, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+		return true;
+	/* Unknown use: no, and the next allocator's mapping meets the
+	 * kernel's own check. */
+	if (status_field("VmData:", &kib) != 0)
+		return false;
+	return kib <= rl.rlim_cur / 1024 && len <= rl.rlim_cur - kib * 1024;
 }
 
 int hz_prim_seccomp_mode(unsigned *mode)

@@ -164,6 +164,11 @@ int hz_prim_kernel_version(unsigned *major, unsigned *minor);
 /* Threads of the calling process ("Threads:" of /proc/self/status). */
 int hz_prim_thread_count(unsigned *count);
 
+/* Whether len more bytes of private writable memory stay within
+ * RLIMIT_DATA (VmData: of /proc/self/status against the limit; true
+ * without a limit, false when the use cannot be read). */
+bool hz_prim_data_fits(size_t len);
+
 /* The calling thread's seccomp mode ("Seccomp:" of /proc/self/status: 0
  * none, 1 strict, 2 filter). Opens, reads and closes a file: calls the
  * dynamic loader made before the program could run. */

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -122,6 +123,37 @@ static int nofile_low_stdin_closed(void)
 	return 0;
 }
 
+/* What malloc(size) did, as a line of the result. */
+static void *try_malloc(size_t size)
+{
+	void *p = malloc(size);
+
+	printf("malloc(%zu MiB): %s\n", size / MiB, p ? "ok" : strerror(errno));
+	if (p)
+		memset(p, 1, MiB);
+	return p;
+}
+
+/* RLIMIT_DATA at 1 GiB (a service's LimitDATA=, ulimit -d): a 2 GiB
+ * request is refused with ENOMEM, and the program's other memory, large
+ * blocks and its own mmaps, still fits below the limit. */
+static int data_limited(void)
+{
+	struct rlimit rl = { 1 * GiB, 1 * GiB };
+	void *big, *half, *m;
+
+	free(try_malloc(64 * MiB)); /* a block cached, as a program's start-up leaves */
+	CHECK(setrlimit(RLIMIT_DATA, &rl) == 0, "setrlimit: %s", strerror(errno));
+	big = try_malloc(2 * GiB);
+	half = try_malloc(512 * MiB);
+	m = mmap(NULL, MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	printf("mmap(1 MiB): %s\n", m != MAP_FAILED ? "ok" : strerror(errno));
+	free(big);
+	free(half);
+	free(try_malloc(256 * MiB));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct hostile_variant variants[] = {
@@ -129,6 +161,7 @@ int main(int argc, char **argv)
 		{ "vmsize", vmsize },
 		{ "nofile", nofile_exhausted },
 		{ "nofile_low_stdin_closed", nofile_low_stdin_closed },
+		{ "data_limited", data_limited },
 		{ NULL, NULL },
 	};
 
