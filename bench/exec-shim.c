@@ -41,7 +41,7 @@ __attribute__((visibility("default"))) void *dlopen(const char *file, int flags)
 
 	if (real == NULL)
 		real = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
-	return hz_exec_dlopen(real, file, flags, __builtin_return_address(0));
+	return hz_exec_dlopen(real, file, flags);
 }
 
 __attribute__((destructor)) static void shim_stop(void)

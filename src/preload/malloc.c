@@ -8,6 +8,7 @@
 
 #include "../blocks.h"
 #include "../config.h"
+#include "../exec/dlopen.h"
 #include "../recycle.h"
 #include "../range.h"
 #include "../sizes.h"
@@ -34,6 +35,10 @@ static void *large_alloc(size_t size, size_t align, bool zero)
 {
 	void *p;
 
+	/* The thread's last dlopen, if not settled yet (src/exec/dlopen.c):
+	 * the first large request after it is where its new objects are
+	 * found and advised. */
+	hz_exec_dlopen_settle();
 	if (hz_recycle_alloc(size, align, zero, &p) != 0)
 		return NULL;
 	hz_stats_add(mallocs, 1);

@@ -293,20 +293,84 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 	return hz_preload_mremap(old, old_len, new_len, flags, new_addr);
 }
 
-/* dlopen: executable text on large folios (src/exec/). The caller's
- * address is passed on so a bare name is searched in the caller's RUNPATH,
- * not ours. */
-EXPORT void *dlopen(const char *file, int flags)
+/* dlopen: executable text on large folios (src/exec/dlopen.h). glibc's
+ * dlopen takes its caller from its own return address and resolves
+ * $ORIGIN, RUNPATH and the namespace against that object: so the exported
+ * dlopen below is a jump, not a call. It saves the arguments, calls
+ * hz_shim_dlopen_prepare (hugezero's part, done before the load), and
+ * jumps to the real dlopen with the program's return address still on
+ * the stack, which returns straight to the program. A C tail call would
+ * do the same only when the compiler makes it one, which -O0 does not.
+ * The mode is applied to the new objects later (dlopen.h). */
+static void *(*real_dlopen)(const char *, int);
+
+__attribute__((visibility("hidden"))) void *hz_shim_dlopen_prepare(const char *file, int flags);
+
+void *hz_shim_dlopen_prepare(const char *file, int flags)
 {
-	static void *(*real)(const char *, int);
-	void *(*fn)(const char *, int) = __atomic_load_n(&real, __ATOMIC_RELAXED);
+	void *(*fn)(const char *, int) = __atomic_load_n(&real_dlopen, __ATOMIC_RELAXED);
 
 	if (fn == NULL) {
 		fn = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
-		__atomic_store_n(&real, fn, __ATOMIC_RELAXED);
+		__atomic_store_n(&real_dlopen, fn, __ATOMIC_RELAXED);
 	}
-	return hz_exec_dlopen(fn, file, flags, __builtin_return_address(0));
+	hz_exec_dlopen_begin(file, flags);
+	return (void *)fn;
 }
+
+/* endbr64 and bti c are hints, executed as no-ops where branch tracking
+ * is off; the stack stays 16-byte aligned at the call. */
+#if defined(__x86_64__)
+__asm__(".text\n"
+	".globl dlopen\n"
+	".type dlopen, @function\n"
+	".p2align 4\n"
+	"dlopen:\n"
+	".cfi_startproc\n"
+	"endbr64\n"
+	"push %rdi\n"
+	".cfi_adjust_cfa_offset 8\n"
+	"push %rsi\n"
+	".cfi_adjust_cfa_offset 8\n"
+	"sub $8, %rsp\n"
+	".cfi_adjust_cfa_offset 8\n"
+	"call hz_shim_dlopen_prepare\n"
+	"add $8, %rsp\n"
+	".cfi_adjust_cfa_offset -8\n"
+	"pop %rsi\n"
+	".cfi_adjust_cfa_offset -8\n"
+	"pop %rdi\n"
+	".cfi_adjust_cfa_offset -8\n"
+	"jmp *%rax\n"
+	".cfi_endproc\n"
+	".size dlopen, .-dlopen\n");
+#elif defined(__aarch64__)
+__asm__(".text\n"
+	".globl dlopen\n"
+	".type dlopen, %function\n"
+	".p2align 4\n"
+	"dlopen:\n"
+	".cfi_startproc\n"
+	"hint #34\n" /* bti c */
+	"stp x29, x30, [sp, #-32]!\n"
+	".cfi_def_cfa_offset 32\n"
+	".cfi_offset 29, -32\n"
+	".cfi_offset 30, -24\n"
+	"mov x29, sp\n"
+	"stp x0, x1, [sp, #16]\n"
+	"bl hz_shim_dlopen_prepare\n"
+	"mov x16, x0\n"
+	"ldp x0, x1, [sp, #16]\n"
+	"ldp x29, x30, [sp], #32\n"
+	".cfi_restore 29\n"
+	".cfi_restore 30\n"
+	".cfi_def_cfa_offset 0\n"
+	"br x16\n"
+	".cfi_endproc\n"
+	".size dlopen, .-dlopen\n");
+#else
+#error "the dlopen jump is written for x86_64 and aarch64"
+#endif
 
 /* Start before main so the reservation exists before threads do, and
  * report at exit. */

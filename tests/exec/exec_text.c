@@ -586,7 +586,7 @@ static void dlopen_cold_library_advise_gives_80pct_large_folios(void **state)
 	hz_exec_options_reload();
 	cold_copy("advised.so", advised, sizeof(advised));
 	hz_exec_stats_get(&before);
-	h = hz_exec_dlopen(dlopen, advised, RTLD_NOW, NULL);
+	h = hz_exec_dlopen(dlopen, advised, RTLD_NOW);
 	assert_non_null(h);
 	hz_exec_stats_get(&after);
 	assert_int_equal(hz_gen_check(h), 0);
@@ -652,52 +652,6 @@ static void direct_link_cold_library_large_after_prewarm_tool(void **state)
 		return;
 	}
 	assert_true(pct(c.cont64k, c.mapped) >= ADVISE_TARGET_PCT);
-}
-
-/* A plugin host whose DT_RUNPATH ($ORIGIN/plugins) is the only way to
- * find its plugin: called through hugezero, dlopen must still find it. */
-static void dlopen_bare_name_searches_the_callers_runpath(void **state)
-{
-	typedef void *(*opener_fn)(void *(*)(const char *, int), const char *, int,
-				   const void *);
-	char dir[700], src[800], host[800], plugin[800], cmd[2400];
-	void *(*host_open)(opener_fn, const char *);
-	void *h, *p;
-	FILE *f;
-
-	(void)state;
-	snprintf(dir, sizeof(dir), "%s/host", workdir);
-	mkdir(dir, 0755);
-	snprintf(cmd, sizeof(cmd), "%s/plugins", dir);
-	mkdir(cmd, 0755);
-	snprintf(plugin, sizeof(plugin), "%s/plugins/libhzplugin.so", dir);
-	assert_true(hz_gen_copy_cold(lib, plugin) >= 0);
-	snprintf(src, sizeof(src), "%s/host.c", dir);
-	f = fopen(src, "w");
-	assert_non_null(f);
-	fprintf(f, "#include <dlfcn.h>\n"
-		   "typedef void *(*opener_fn)(void *(*)(const char *, int), const char *, int,"
-		   " const void *);\n"
-		   "void *host_open(opener_fn open, const char *name)\n"
-		   "{ return open(dlopen, name, RTLD_NOW, (const void *)host_open); }\n");
-	assert_int_equal(fclose(f), 0);
-	snprintf(host, sizeof(host), "%s/libhost.so", dir);
-	snprintf(cmd, sizeof(cmd), "'%s' -O1 -fPIC -shared -o '%s' '%s' "
-		 "-Wl,--enable-new-dtags,-rpath,'$ORIGIN/plugins'", cc, host, src);
-	assert_int_equal(system(cmd), 0);
-	h = dlopen(host, RTLD_NOW);
-	assert_non_null(h);
-	host_open = (void *(*)(opener_fn, const char *))dlsym(h, "host_open");
-	assert_non_null(host_open);
-	/* From the test program, the plugin directory is unknown. */
-	assert_null(dlopen("libhzplugin.so", RTLD_NOW | RTLD_NOLOAD));
-	setenv("HUGEZERO_EXEC", "advise", 1);
-	hz_exec_options_reload();
-	p = host_open(hz_exec_dlopen, "libhzplugin.so");
-	if (p == NULL)
-		fail_msg("dlopen through hugezero missed the caller's RUNPATH: %s", dlerror());
-	assert_int_equal(hz_gen_check(p), 0);
-	assert_false(hz_range_empty(text_of(plugin)));
 }
 
 /* ---- remap: W^X watched from another thread and at every step ---- */
@@ -806,7 +760,7 @@ static int remap_dlopen_child(const char *path)
 	hz_exec_remap_hook = remap_hook;
 	CHILD_CHECK(pthread_create(&thread, NULL, sampler, NULL) == 0);
 	hz_exec_stats_get(&before);
-	h = hz_exec_dlopen(dlopen, path, RTLD_NOW, NULL);
+	h = hz_exec_dlopen(dlopen, path, RTLD_NOW);
 	hz_exec_stats_get(&after);
 	__atomic_store_n(&sampling, 0, __ATOMIC_RELAXED);
 	pthread_join(thread, NULL);
@@ -962,7 +916,6 @@ int main(void)
 		cmocka_unit_test(folios_tool_json_matches_known_layout),
 		cmocka_unit_test(dlopen_cold_library_advise_gives_80pct_large_folios),
 		cmocka_unit_test(direct_link_cold_library_large_after_prewarm_tool),
-		cmocka_unit_test(dlopen_bare_name_searches_the_callers_runpath),
 		cmocka_unit_test_setup_teardown(remap_dlopen_keeps_results_and_never_maps_wx,
 						enable_64k_mthp, restore_64k_mthp),
 		cmocka_unit_test_setup_teardown(remap_start_covers_95pct_of_process_text,
