@@ -235,8 +235,14 @@ static void dlopen_dlclose_loop_keeps_text_working(void **state)
 		if (i == 1)
 			pthread_mutex_lock(&loader_mutex);
 		h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-		if (i == 1)
+		/* Under the preload the mode is applied to what a dlopen
+		 * loaded at the thread's next large allocation
+		 * (src/exec/dlopen.h): made before the second loader may
+		 * dlopen again. */
+		if (i == 1) {
+			free(large_allocation());
 			pthread_mutex_unlock(&loader_mutex);
+		}
 		if (h == NULL)
 			fail_msg("dlopen %s: %s", lib, dlerror());
 		wrong = hz_gen_check(h);
@@ -244,13 +250,8 @@ static void dlopen_dlclose_loop_keeps_text_working(void **state)
 			fprintf(stderr, "round %u: %d functions gave wrong results\n", i + 1, wrong);
 			bad++;
 		}
-		if (i == 1) {
-			/* Under the preload the mode is applied to what a
-			 * dlopen loaded at the thread's next large allocation
-			 * (src/exec/dlopen.h): make one. */
-			free(large_allocation());
+		if (i == 1)
 			text_flags(&loaded);
-		}
 		if (i % 10 == 5 && fork_with_library(h, i) != 0)
 			bad++;
 		stress_phase(60, "dlopen loop: dlclose in round %u of %u", i + 1, rounds);
