@@ -306,6 +306,13 @@ static void *(*real_dlopen)(const char *, int);
 
 __attribute__((visibility("hidden"))) void *hz_shim_dlopen_prepare(const char *file, int flags);
 
+static void *no_dlopen(const char *file, int flags)
+{
+	(void)file;
+	(void)flags;
+	return NULL;
+}
+
 void *hz_shim_dlopen_prepare(const char *file, int flags)
 {
 	void *(*fn)(const char *, int) = __atomic_load_n(&real_dlopen, __ATOMIC_RELAXED);
@@ -314,6 +321,8 @@ void *hz_shim_dlopen_prepare(const char *file, int flags)
 		fn = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
 		__atomic_store_n(&real_dlopen, fn, __ATOMIC_RELAXED);
 	}
+	if (fn == NULL) /* no C library's dlopen after us: fail as a load would */
+		return (void *)no_dlopen;
 	hz_exec_dlopen_begin(file, flags);
 	return (void *)fn;
 }

@@ -112,10 +112,22 @@ HZ_PRIVATE_API bool hz_preload_fork_defer(void *p)
 	return true;
 }
 
-static void free_deferred(void)
+/* Taken while our locks are held: once they are given back, another
+ * thread's fork may fill the list again. */
+static unsigned take_deferred(void **out)
 {
-	while (fork_deferred_count > 0)
-		hz_preload_free(fork_deferred[--fork_deferred_count]);
+	unsigned n = fork_deferred_count;
+
+	for (unsigned i = 0; i < n; i++)
+		out[i] = fork_deferred[i];
+	fork_deferred_count = 0;
+	return n;
+}
+
+static void free_deferred(void **list, unsigned n)
+{
+	while (n > 0)
+		hz_preload_free(list[--n]);
 }
 
 /* Locks are taken in the order the code nests them: stdio's list (see
@@ -130,22 +142,28 @@ static void fork_prepare(void)
 
 static void fork_parent(void)
 {
+	void *deferred[FORK_DEFER_MAX];
+	unsigned n = take_deferred(deferred);
+
 	hz_preload_forking = false;
 	hz_blocks_fork_parent();
 	hz_recycle_fork_parent();
 	stdio_list_unlock();
-	free_deferred();
+	free_deferred(deferred, n);
 }
 
 /* The child is single-threaded: every lock is free, whatever its state
  * was. */
 static void fork_child(void)
 {
+	void *deferred[FORK_DEFER_MAX];
+	unsigned n = take_deferred(deferred);
+
 	hz_preload_forking = false;
 	hz_blocks_fork_child();
 	hz_recycle_fork_child();
 	stdio_list_reset();
-	free_deferred();
+	free_deferred(deferred, n);
 }
 
 /* A seccomp filter, inherited through exec (systemd's SystemCallFilter=,
