@@ -198,15 +198,18 @@ static void allow_when(struct filter *f, long nr, unsigned arg, const uint32_t *
 }
 
 /* The calls the thread makes: hugezero's own (src/prim/), glibc's for a
- * thread's small allocations, its sleeps and its exit, and the setuid
- * family that glibc broadcasts to every thread. */
+ * thread's small allocations, its sleeps and its exit, the setuid family
+ * that glibc broadcasts to every thread, and sigaltstack, which sanitizer
+ * runtimes call when a thread ends (AddressSanitizer stops the process
+ * when it fails: a program built with it uses libhugezero.so too). It
+ * changes only the thread's own signal stack. */
 static const long allowed[] = {
 	SYS_read, SYS_pread64, SYS_write, SYS_openat, SYS_close, SYS_fstat, SYS_lseek,
 	SYS_fcntl, SYS_mmap, SYS_munmap, SYS_mremap, SYS_madvise, SYS_mincore, SYS_mprotect,
 	SYS_munlock, SYS_brk, SYS_futex, SYS_nanosleep, SYS_clock_nanosleep, SYS_clock_gettime,
 	SYS_gettimeofday, SYS_sched_yield, SYS_getcpu, SYS_gettid, SYS_getpid, SYS_getuid,
 	SYS_geteuid, SYS_getgid, SYS_getegid, SYS_sysinfo, SYS_uname, SYS_exit, SYS_rt_sigprocmask,
-	SYS_rt_sigreturn, SYS_restart_syscall, SYS_setuid, SYS_setgid, SYS_setreuid,
+	SYS_rt_sigreturn, SYS_restart_syscall, SYS_sigaltstack, SYS_setuid, SYS_setgid, SYS_setreuid,
 	SYS_setregid, SYS_setresuid, SYS_setresgid, SYS_setgroups, SYS_setfsuid, SYS_setfsgid,
 	451 /* cachestat, Linux 6.5 */,
 #ifdef SYS_newfstatat
