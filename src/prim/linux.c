@@ -356,13 +356,19 @@ ssize_t hz_prim_pread(int fd, void *buf, size_t len, uint64_t off)
 	return n;
 }
 
+/* fstat, with its injected failure (fault.h). */
+static int stat_fd(int fd, struct stat *st)
+{
+	int ret = hz_prim_fault(HZ_CALL_FSTAT, 0, 0);
+
+	return ret != 0 ? ret : (int)SYSCALL(SYS_fstat, fd, st);
+}
+
 int hz_prim_file_id(int fd, uint64_t *dev, uint64_t *ino)
 {
 	struct stat st;
-	int ret = hz_prim_fault(HZ_CALL_FSTAT, 0, 0);
+	int ret = stat_fd(fd, &st);
 
-	if (ret == 0)
-		ret = (int)SYSCALL(SYS_fstat, fd, &st);
 	if (ret != 0)
 		return ret;
 	*dev = st.st_dev;
@@ -380,10 +386,8 @@ bool hz_prim_file_is(int fd, uint64_t dev, uint64_t ino)
 int hz_prim_file_size(int fd, uint64_t *size)
 {
 	struct stat st;
-	int ret = hz_prim_fault(HZ_CALL_FSTAT, 0, 0);
+	int ret = stat_fd(fd, &st);
 
-	if (ret == 0)
-		ret = (int)SYSCALL(SYS_fstat, fd, &st);
 	if (ret != 0)
 		return ret;
 	if (!S_ISREG(st.st_mode))
