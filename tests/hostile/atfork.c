@@ -15,22 +15,11 @@
 extern int atfork_large, atfork_ran;
 extern void *atfork_block;
 
-static void recycle(void)
-{
-	for (int i = 0; i < 4; i++) {
-		char *p = calloc(1, 16 * MiB);
-
-		CHECK(p != NULL, "calloc: %s", strerror(errno));
-		memset(hostile_keep(p), 1 + i, 16 * MiB);
-		free(p);
-	}
-}
-
 static int fork_with(int bits)
 {
 	pid_t pid;
 
-	recycle();
+	hostile_recycle(16 * MiB, 4, 0);
 	atfork_large = bits;
 	for (int round = 0; round < 3; round++) {
 		fflush(NULL);
@@ -53,7 +42,7 @@ static int fork_with(int bits)
 		      round);
 		CHECK(atfork_ran == (bits & 3), "round %d: the parent's handlers ran %#x of %#x",
 		      round, atfork_ran, bits & 3);
-		recycle();
+		hostile_recycle(16 * MiB, 4, 0);
 	}
 	printf("fork with handlers %#x allocating large blocks worked\n", bits);
 	return 0;

@@ -1,6 +1,8 @@
 /* See hostile.h. */
 #include "hostile.h"
 
+#include <time.h>
+
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
@@ -37,6 +39,21 @@ void hostile_use_new_block(size_t len, bool zeroed)
 	off = hz_test_check(p, len, 77);
 	CHECK(off == len, "the new block does not keep its bytes at offset %zu", off);
 	free(p);
+}
+
+void hostile_recycle(size_t len, int times, unsigned settle_ms)
+{
+	struct timespec settle = { settle_ms / 1000, (long)(settle_ms % 1000) * 1000000L };
+
+	for (int i = 0; i < times; i++) {
+		char *p = calloc(1, len);
+
+		CHECK(p != NULL, "calloc(%zu): %s", len, strerror(errno));
+		memset(hostile_keep(p), 1 + i, len);
+		free(p);
+	}
+	if (settle_ms > 0)
+		nanosleep(&settle, NULL);
 }
 
 /* Calls fn(field line) for each line of the smaps entries overlapping

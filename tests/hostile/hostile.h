@@ -64,6 +64,11 @@ static inline void *hostile_keep(void *p)
  * memory. Exits through CHECK otherwise. */
 void hostile_use_new_block(size_t len, bool zeroed);
 
+/* Calloc len, write every byte and free it, times times: a size that is
+ * reused, which starts the pre-zero thread under the preload; then sleep
+ * settle_ms, for the thread to take the freed block. */
+void hostile_recycle(size_t len, int times, unsigned settle_ms);
+
 /* Whether any mapping overlapping [p, p + len) has VmFlags flag ("dd",
  * "mg", "nh", "lo", "dc", "wf", "sd"...). */
 bool hostile_vmflag(const void *p, size_t len, const char *flag);

@@ -27,21 +27,6 @@
 /* glibc exports capset and declares it nowhere. */
 int capset(void *header, void *data);
 
-/* Calloc, write and free one size a few times: a size that is reused. */
-static void recycle_blocks(void)
-{
-	struct timespec settle = { 0, 100 * 1000 * 1000 };
-
-	for (int i = 0; i < 6; i++) {
-		char *p = calloc(1, BLOCK);
-
-		CHECK(p != NULL, "calloc: %s", strerror(errno));
-		memset(hostile_keep(p), 1 + i, BLOCK);
-		free(p);
-	}
-	nanosleep(&settle, NULL);
-}
-
 static int list_tasks(int *tids)
 {
 	DIR *d = opendir("/proc/self/task");
@@ -194,10 +179,10 @@ static int run(void (*drop)(void))
 
 	if (geteuid() != 0)
 		SKIP("dropping privileges needs root");
-	recycle_blocks();
+	hostile_recycle(BLOCK, 6, 100);
 	n = list_tasks(before);
 	drop();
-	recycle_blocks();
+	hostile_recycle(BLOCK, 6, 100);
 	check_every_task(before, n);
 	hostile_use_new_block(BLOCK, true);
 	printf("no thread holds more than the main thread\n");

@@ -68,21 +68,6 @@ static int unshare_user_raw(void)
 	return 0;
 }
 
-/* Calloc, write and free one size several times: a reused size, whose
- * frees start a background zeroer in a single-threaded program. */
-/* A size reused a few times: the pre-zero thread starts. Small enough
- * that 30 children fault it in within seconds. */
-static void recycle(void)
-{
-	for (int i = 0; i < 4; i++) {
-		char *p = calloc(1, 16 * MiB);
-
-		CHECK(p != NULL, "calloc failed");
-		memset(hostile_keep(p), 1 + i, 16 * MiB);
-		free(p);
-	}
-}
-
 /* As root, in a mount namespace of its own whose /proc is an empty tmpfs
  * (a hardened container): 30 children each recycle blocks and then
  * unshare(CLONE_NEWUSER), which needs a single-threaded process. Nothing
@@ -104,7 +89,7 @@ static int unshare_user_without_proc(void)
 		pid = fork();
 		CHECK(pid >= 0, "fork");
 		if (pid == 0) {
-			recycle();
+			hostile_recycle(16 * MiB, 4, 0);
 			if (unshare(CLONE_NEWUSER) != 0) {
 				fprintf(stderr, "child %d: unshare(CLONE_NEWUSER): %s\n", i,
 					strerror(errno));

@@ -110,22 +110,6 @@ static void no_arch(void)
 #define sandbox_before_exec no_arch
 #endif
 
-/* Calloc, write and free one size a few times: a size that is reused,
- * which the pre-zero thread serves. */
-static void recycle_blocks(void)
-{
-	struct timespec settle = { 0, 100 * 1000 * 1000 };
-
-	for (int i = 0; i < 6; i++) {
-		char *p = calloc(1, 64 * MiB);
-
-		CHECK(p != NULL, "calloc: %s", strerror(errno));
-		memset(hostile_keep(p), 1 + i, 64 * MiB);
-		free(p);
-	}
-	nanosleep(&settle, NULL);
-}
-
 static void allocate_inside(void)
 {
 	char *p, *q;
@@ -154,10 +138,10 @@ static int v_eperm(void)
 
 static int v_kill(void)
 {
-	recycle_blocks();
+	hostile_recycle(64 * MiB, 6, 100);
 	sandbox_kill();
 	allocate_inside();
-	recycle_blocks();
+	hostile_recycle(64 * MiB, 6, 100);
 	return 0;
 }
 
@@ -180,9 +164,9 @@ static int v_inherited(void)
 
 static int v_inherited_child(void)
 {
-	recycle_blocks();
+	hostile_recycle(64 * MiB, 6, 100);
 	allocate_inside();
-	recycle_blocks();
+	hostile_recycle(64 * MiB, 6, 100);
 	return 0;
 }
 

@@ -29,21 +29,6 @@
 
 extern char **environ;
 
-/* Calloc, write and free one size a few times: a size that is reused. */
-static void recycle_blocks(void)
-{
-	struct timespec settle = { 0, 100000000L }; /* 100 ms */
-
-	for (int i = 0; i < 6; i++) {
-		char *p = calloc(1, BLOCK);
-
-		CHECK(p != NULL, "calloc: %s", strerror(errno));
-		memset(hostile_keep(p), 1 + i, BLOCK);
-		free(p);
-	}
-	nanosleep(&settle, NULL);
-}
-
 static int count_entries(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -173,7 +158,7 @@ static void by_system(void)
 static int rounds(void (*make)(void))
 {
 	for (int i = 0; i < ROUNDS; i++) {
-		recycle_blocks();
+		hostile_recycle(BLOCK, 6, 100);
 		NOTE("round %d: %d tasks before the call", i, count_entries("/proc/self/task"));
 		errno = ERANGE;
 		make();
