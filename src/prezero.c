@@ -101,8 +101,9 @@ static size_t calloc_demand;
  * 16 live) two left calloc clearing 18.7 of the 30 GB zeroed on its
  * critical path, beside the thread's clear on the other core; with eight
  * the thread cleared all but 0.2 GB, the same bytes in all, and the run
- * took 0.70x the time (4 rounds, bench/RESULTS.md, "Seventh session").
- * The 64 and 256 MiB cycles and numpy's loop were unchanged. */
+ * took 0.70x the time (4 rounds, bench/RESULTS.md, "The thread keeps eight
+ * callocs' worth clean, not two"). The 64 and 256 MiB cycles and numpy's
+ * loop were unchanged. */
 #define DEMAND_CALLOCS 8
 
 /* The thread. stop asks it to end (hz_prezero_stop); tid is its kernel id
