@@ -261,7 +261,8 @@ static bool over_budget(const struct hz_cache *c, size_t bytes)
  * space, so merging is only arithmetic; spans of two regions side by side
  * never merge (no block may cross regions); hugetlb spans merge only in
  * whole pages, which they are. A merged entry stays as long as the longer
- * stay of the two, and is a probe only if both were. */
+ * stay of the two, and is a probe only if both were. A lazy span merges
+ * only with a lazy one: a merged entry is one state for the thread. */
 static void add_entry(struct hz_cache *c, struct hz_cache_entry e, struct hz_cache_batch *b)
 {
 	size_t bytes = hz_span_bytes(&e.span);
@@ -269,7 +270,7 @@ static void add_entry(struct hz_cache *c, struct hz_cache_entry e, struct hz_cac
 	for (unsigned i = 0; i < c->count; i++) {
 		struct hz_cache_entry *n = &c->entries[i];
 
-		if (n->span.backing != e.span.backing || n->clean != e.clean ||
+		if (n->span.backing != e.span.backing || n->clean != e.clean || n->lazy != e.lazy ||
 		    hz_span_bytes(&n->span) + bytes > hz_cache_budget_max(c->budget))
 			continue;
 		if (hz_range_adjacent(n->span.range, e.span.range) &&
@@ -424,5 +425,19 @@ int hz_cache_first_dirty(const struct hz_cache *c)
 	for (unsigned i = 0; i < c->count; i++)
 		if (!c->entries[i].clean)
 			return (int)i;
+	return -1;
+}
+
+int hz_cache_first_idle(const struct hz_cache *c, uint64_t now, uint64_t idle_ns)
+{
+	for (unsigned i = 0; i < c->count; i++) {
+		const struct hz_cache_entry *e = &c->entries[i];
+		bool madvisable = e->span.backing == HZ_BACKING_THP ||
+				  e->span.backing == HZ_BACKING_SMALL;
+
+		if (!e->lazy && madvisable && now >= e->idle_since &&
+		    now - e->idle_since >= idle_ns)
+			return (int)i;
+	}
 	return -1;
 }

@@ -92,6 +92,10 @@ struct hz_cache_entry {
 	struct hz_span span;
 	uint64_t idle_since; /* ns, when it entered the cache */
 	bool clean;          /* reads zero */
+	/* Made reclaimable (MADV_FREE) by the pre-zero thread once idle: the
+	 * kernel may take its pages back under memory pressure, and a page it
+	 * took reads zero again, so clean stays true. */
+	bool lazy;
 	/* Set by hz_cache_add from the span's size class: */
 	bool probe;          /* its class shows no reuse yet (cache.c) */
 	uint64_t stay_ns;    /* idle this long, it decays */
@@ -190,6 +194,10 @@ struct hz_cache_entry hz_cache_remove(struct hz_cache *c, unsigned i);
 
 /* The first dirty entry, or -1. */
 int hz_cache_first_dirty(const struct hz_cache *c);
+
+/* The first entry idle idle_ns or more at now and not lazy yet, on pages
+ * MADV_FREE takes (not hugetlb), or -1. */
+int hz_cache_first_idle(const struct hz_cache *c, uint64_t now, uint64_t idle_ns);
 
 /* Add a span: merged with a neighbour of the same backing and state, else
  * appended. The oldest entries are evicted (into b) while the budget or

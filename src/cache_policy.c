@@ -42,7 +42,7 @@
  * mountinfo, 150-300 us): a process is moved rarely, a limit may be set on
  * a cgroup that had none. */
 #define MEMCG_FIND_NS 1000000000ull
-/* Headroom: 1/8 of the limit, at least 16 MiB, at most 512 MiB. It covers
+/* Headroom: 1/4 of the limit, at least 16 MiB, at most 512 MiB. It covers
  * what the cgroup charges besides our blocks between two reads (kernel
  * memory, page tables, the program's small allocations, page cache
  * reclaim cannot take at once) and what zeroing a cached span faults in
@@ -117,6 +117,23 @@ static uint64_t headroom(uint64_t limit)
 	return h < HEADROOM_MIN ? HEADROOM_MIN : h > HEADROOM_MAX ? HEADROOM_MAX : h;
 }
 
+/* Strict overcommit (vm.overcommit_memory 2) is a limit as well, the
+ * machine's: every cached block stays in the commit charge, and a mapping
+ * that would take it over CommitLimit fails, in this program or any other.
+ * glibc's free gives the charge back with the block, so the cache keeps
+ * the same headroom below it as below a cgroup's limit. */
+static void limit_by_commit(struct hz_os_memcg *m)
+{
+	struct hz_os_memcg commit;
+
+	if (hz_os_commit_read(&commit) != 0)
+		return;
+	if (commit.limit < m->limit)
+		m->limit = commit.limit;
+	if (commit.room < m->room)
+		m->room = commit.room;
+}
+
 /* Read the cgroup again if due (or when force), with memcg held. */
 static void read_memcg(uint64_t now, bool force)
 {
@@ -136,6 +153,7 @@ static void read_memcg(uint64_t now, bool force)
 	unknown = !memcg.found || hz_os_memcg_read(&memcg.cg, &m) != 0;
 	if (unknown)
 		m.limit = m.room = HZ_OS_UNLIMITED;
+	limit_by_commit(&m);
 	__atomic_store_n(&memcg.unknown, unknown, __ATOMIC_RELAXED);
 	__atomic_store_n(&memcg.limit, m.limit, __ATOMIC_RELAXED);
 	memcg.room = m.room;

@@ -58,6 +58,11 @@
 
 /* How often the idle thread wakes to apply the decay. */
 #define TICK_NS 250000000ull
+/* A cached span idle this long is made reclaimable (lazy_job). 1 s: the
+ * recycling benchmarks reuse a block within milliseconds, and the decay
+ * gives an unused one back after HUGEZERO_DECAY_MS (5 s by default), so
+ * for most of that stay the kernel may take it. */
+#define LAZY_IDLE_NS HZ_NS_PER_SEC
 /* A unit cleared slower than 1 byte/ns (1 GB/s) means the thread is
  * starved of CPU: on a free core it clears at 8-19 GB/s here, and at nice
  * 19 beside two busy threads a 32 MiB unit took 0.1-1 s, while a calloc
@@ -96,8 +101,9 @@ static size_t calloc_demand;
  * 16 live) two left calloc clearing 18.7 of the 30 GB zeroed on its
  * critical path, beside the thread's clear on the other core; with eight
  * the thread cleared all but 0.2 GB, the same bytes in all, and the run
- * took 0.70x the time (4 rounds, bench/RESULTS.md, "Seventh session").
- * The 64 and 256 MiB cycles and numpy's loop were unchanged. */
+ * took 0.70x the time (4 rounds, bench/RESULTS.md, "The thread keeps eight
+ * callocs' worth clean, not two"). The 64 and 256 MiB cycles and numpy's
+ * loop were unchanged. */
 #define DEMAND_CALLOCS 8
 
 /* The thread. stop asks it to end (hz_prezero_stop); tid is its kernel id
@@ -173,8 +179,11 @@ void hz_pz_collect(struct hz_cache_batch *b)
 			 * top is one unit, not worth a split. */
 			now = now ? now : hz_prim_now_ns();
 			hz_cache_add(&pz_cache,
-				     (struct hz_cache_entry){ .span = j->result, .idle_since = now,
-							      .clean = j->dirty == 0 },
+				     (struct hz_cache_entry){
+					     .span = j->result,
+					     .idle_since = j->idle_since ? j->idle_since : now,
+					     .clean = j->dirty == 0,
+					     .lazy = j->lazy },
 				     b);
 		}
 		__atomic_store_n(&j->state, JOB_FREE, __ATOMIC_RELEASE);
@@ -276,6 +285,8 @@ void hz_pz_job_done(struct job *j, const struct hz_span *s, size_t dirty, bool r
 	j->result = *s;
 	j->dirty = dirty;
 	j->released = released;
+	j->lazy = false;
+	j->idle_since = 0;
 	__atomic_store_n(&j->state, JOB_DONE, __ATOMIC_RELEASE);
 }
 
@@ -325,6 +336,15 @@ static size_t zero_span(struct job *j, struct hz_span *s, enum hz_zero_method m)
 	return top;
 }
 
+/* Hand job j's result to its claimer, or leave it DONE. */
+static void finish_job(struct job *j, int state)
+{
+	while (!__atomic_compare_exchange_n(&j->state, &state,
+					    state == JOB_CLAIMED ? JOB_HANDED : JOB_DONE, false,
+					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		;
+}
+
 /* Zero job j's span, then hand it to its claimer or leave it DONE.
  *
  * The thread runs with every signal blocked: a fault in it kills the
@@ -353,10 +373,71 @@ static void zero_job(struct job *j)
 	j->result = s;
 	j->dirty = dirty;
 	j->released = !ours;
-	while (!__atomic_compare_exchange_n(&j->state, &state,
-					    state == JOB_CLAIMED ? JOB_HANDED : JOB_DONE, false,
-					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		;
+	j->lazy = false;
+	j->idle_since = 0;
+	finish_job(j, state);
+}
+
+
+/* Make job j's idle span reclaimable: MADV_FREE, unit by unit, until done
+ * or claimed. Cached blocks are the program's memory to the kernel, and
+ * without swap it can never take them back: a memory cgroup's limit could
+ * not be lowered below the cache (v1: EBUSY; v2: the OOM killer), and
+ * memory pressure anywhere could not reclaim them. Lazily freed pages go
+ * to the file LRU, which reclaim frees without swap. A page the kernel
+ * took reads zero when touched again, so a clean span stays clean, and a
+ * dirty one needs its zeroing anyway; a page written again is the
+ * writer's (the kernel keeps a lazily freed page that was written). So
+ * only the idle ones: a reused page pays a dirty-bit update per 4 KiB and
+ * a reclaimed one a fresh fault. The span left the table first: the
+ * program's writes must not race the advice. The hole check comes first,
+ * as for zeroing (zero_job). */
+static void lazy_job(struct job *j)
+{
+	struct hz_span s = j->span;
+	size_t unit = hz_cache_policy()->unit, len = hz_span_bytes(&s), done = 0;
+	enum hz_zero_method m;
+	bool ours = hz_blocks_reusable(&s) &&
+		    hz_zero_choose(s.range.start, len, HZ_ZERO_ANY, &m) == 0;
+
+	while (ours && done < len &&
+	       __atomic_load_n(&j->state, __ATOMIC_ACQUIRE) != JOB_CLAIMED &&
+	       !__atomic_load_n(&pz_stop, __ATOMIC_ACQUIRE)) {
+		size_t n = len - done < unit ? len - done : unit;
+
+		if (hz_prim_madvise((void *)(s.range.start + done), n, MADV_FREE) != 0)
+			break; /* Linux before 4.5, or not plain memory */
+		done += n;
+	}
+	if (!ours)
+		hz_blocks_mark_foreign(s.range.start, len);
+	else if (!hz_blocks_reusable(&s))
+		ours = false;
+	if (done == len)
+		hz_stats_add(cache_lazy_bytes, len);
+	j->result = s;
+	j->dirty = j->clean ? 0 : len;
+	j->released = !ours;
+	j->lazy = done == len;
+	finish_job(j, __atomic_load_n(&j->state, __ATOMIC_ACQUIRE));
+}
+
+/* In the thread's turn: entry i out of the table into a job, to zero or
+ * to make reclaimable (lazify); NULL when no slot is free. */
+static struct job *take_job(int i, bool lazify)
+{
+	struct job *j = free_job();
+	struct hz_cache_entry e;
+
+	if (j == NULL)
+		return NULL;
+	e = hz_cache_remove(&pz_cache, (unsigned)i);
+	j->span = e.span;
+	j->lazify = lazify;
+	j->clean = e.clean;
+	j->idle_since = lazify ? e.idle_since : 0;
+	__atomic_store_n(&j->state, JOB_ZEROING, __ATOMIC_RELEASE);
+	return j;
 }
 
 /* The thread's turn at the table: table work only, bounded, no system
@@ -398,13 +479,14 @@ static bool take_turn(uint64_t now, struct job **zero, struct job **release, uns
 		 * be dropped for a fresh block (cache.h), and calloc zeroes its
 		 * own. */
 		i = hz_cache_first_dirty(&pz_cache);
-		if (i >= 0 && (*zero = free_job()) != NULL) {
-			(*zero)->span = hz_cache_remove(&pz_cache, (unsigned)i).span;
-			__atomic_store_n(&(*zero)->state, JOB_ZEROING, __ATOMIC_RELEASE);
-		}
+		if (i >= 0)
+			*zero = take_job(i, false);
 	} else {
 		calloc_demand -= calloc_demand / 8; /* demand fades when idle */
 	}
+	if (*zero == NULL && now >= __atomic_load_n(&paused_until, __ATOMIC_RELAXED) &&
+	    (i = hz_cache_first_idle(&pz_cache, now, LAZY_IDLE_NS)) >= 0)
+		*zero = take_job(i, true);
 	hz_pz_publish_bytes();
 	__atomic_store_n(&pz_thread_in, 0, __ATOMIC_SEQ_CST);
 	return true;
@@ -500,7 +582,9 @@ void *hz_pz_main(void *arg)
 			release_memory(release[i]);
 		/* Lazy huge pages (promote.c): bounded work, outside the turn. */
 		promote_in = hz_promote_tick(hz_prim_now_ns());
-		if (zero)
+		if (zero && zero->lazify)
+			lazy_job(zero);
+		else if (zero)
 			zero_job(zero);
 		else
 			sleep_until_woken(seq, promote_in);

@@ -28,6 +28,11 @@ struct job {
 	size_t dirty;          /* bytes from result's start still dirty */
 	int state;
 	bool released;         /* its memory is gone: release the span */
+	/* A job that makes an idle span reclaimable instead of zeroing it
+	 * (prezero.c): the entry's state, kept through the job, and whether
+	 * the result is lazy (every page MADV_FREE'd). Written while FREE. */
+	bool lazify, clean, lazy;
+	uint64_t idle_since;   /* ns; 0: the span is idle from its collection */
 };
 
 extern struct hz_cache pz_cache;

@@ -76,8 +76,8 @@
 /* EINVAL refuses one 2 MiB page, not the range: a page that a VMA
  * boundary cuts. numpy advises MADV_HUGEPAGE on every large array from its
  * pointer's next page on, which splits the block's VMA inside its first
- * 2 MiB: that page is refused, the next ones collapse (bench/RESULTS.md,
- * "Sixth session"). A range refused this often is refused as a whole
+ * 2 MiB: that page is refused, the next ones collapse (measured on the
+ * Zen 4 VM, 2026-12-01). A range refused this often is refused as a whole
  * (flags on all of it) and left on 4 KiB pages. */
 #define REFUSED_MAX 2
 /* A forget waits for a collapse in flight to end. MADV_COLLAPSE acts on

@@ -1,6 +1,6 @@
 /* The two-block rotation. See rotation.h.
  *
- * Measured on the AMD EPYC VM (bench/RESULTS.md, "Sixth session"): a
+ * Measured on the AMD EPYC VM (bench/RESULTS.md, "The two-block rotation"): a
  * 64 MiB calloc + write-all + free loop took 4.0-4.9 ms a cycle with the
  * clear taken over, 3.3-3.7 ms when the program's free order kept a second
  * block (the rotation emulated from outside), against 2.6-3.0 ms for the

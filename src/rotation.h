@@ -47,7 +47,7 @@ void hz_rotation_freed(size_t size, uintptr_t start, uint64_t now);
  * idle-priority thread runs 8-27 us later (p10-p50; milliseconds when it
  * is queued behind the program on its CPU); in 20 us it clears 0.4 MiB at
  * most. The wake made a 64 MiB first-byte cycle 1.1-1.9x slower
- * (bench/RESULTS.md, "Tenth session"). */
+ * (bench/RESULTS.md, "The first-byte cycle: the free's wake"). */
 #define HZ_ROTATION_AT_ONCE_NS 20000
 /* Such callocs in a row before a free leaves the thread asleep. */
 #define HZ_ROTATION_AT_ONCE_RUN 8

@@ -170,8 +170,8 @@ static bool drop_run(struct walk *w, struct hz_range run)
 }
 
 /* A sparse range's resident runs shorter than this are cleared, not
- * dropped. Measured on the 8 MiB-L3 AMD EPYC VM (bench/RESULTS.md, "Tenth
- * session"), per run of 4, 16, 64 and 256 KiB: MADV_DONTNEED took 1.6,
+ * dropped. Measured on the 8 MiB-L3 AMD EPYC VM (bench/RESULTS.md, "Sparse
+ * blocks: short runs are cleared, not dropped"), per run of 4, 16, 64 and 256 KiB: MADV_DONTNEED took 1.6,
  * 2.9, 6.5 and 18 us, the program's write after it (faults) 2.3, 6.8, 24
  * and 95 us, a clear with cached stores 0.14, 0.46, 1.8 and 7.2 us. A
  * 64 MiB calloc + write-first-byte + free cycle took 0.68x the time.
@@ -284,7 +284,7 @@ static size_t zero_resident_runs(uintptr_t start, size_t len, uintptr_t hint,
  * half (the rule before), the 2000 x 5-25 MiB mixed workload, whose blocks
  * are written 10-100% from their start, dropped 300 MiB that the next
  * users faulted back in 4 KiB pages: 140k faults, 2.3-2.6 s against
- * 1.7-1.8 (bench/RESULTS.md, "Twelfth session"). */
+ * 1.7-1.8 (bench/RESULTS.md, "dense reuse earns THP"). */
 #define SPARSE_DIV 16
 
 /* Dense use, which earns huge pages (prezero_share.c): the 2 MiB ranges

@@ -7,7 +7,7 @@
  * fresh block of the size must get them at first touch. Before, a lazy
  * block stayed on 4 KiB pages until the collapse, and on a VM where a
  * 4 KiB fault costs 10 us that made every reuse pay for it (bench/RESULTS.md,
- * "Twelfth session"). Skipped, with the reason, where THP is not in
+ * "dense reuse earns THP"). Skipped, with the reason, where THP is not in
  * "madvise" mode or the test runs emulated. */
 #include <stdarg.h>
 #include <stddef.h>

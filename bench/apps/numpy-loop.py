@@ -3,7 +3,7 @@
 #
 # numpy-loop.py N empty: the same loop with np.empty for np.zeros, so no
 # allocator zeroes anything: the limit a calloc that cost nothing would
-# reach (bench/RESULTS.md, "Fifth session"). Its sum is garbage by design.
+# reach (bench/RESULTS.md, "numpy against tcmalloc: the bound"). Its sum is garbage by design.
 import sys
 
 import numpy as np

@@ -95,6 +95,19 @@ static void grant_read(int ruleset, const char *path)
 	(void)syscall(SYS_close, rule.parent_fd);
 }
 
+/* Reading the one file path is allowed (a directory's rights would make
+ * the rule invalid there). */
+static void grant_read_file(int ruleset, const char *path)
+{
+	struct ll_path_beneath_attr rule = { LL_FS_READ_FILE, -1 };
+
+	rule.parent_fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_PATH | O_CLOEXEC);
+	if (rule.parent_fd < 0)
+		return;
+	(void)syscall(LL_ADD_RULE, ruleset, LL_RULE_PATH_BENEATH, &rule, 0);
+	(void)syscall(SYS_close, rule.parent_fd);
+}
+
 static int landlock(void)
 {
 	struct ll_ruleset_attr attr;
@@ -110,6 +123,9 @@ static int landlock(void)
 	 * processes' are not granted. */
 	grant_read(ruleset, "/proc/self");
 	grant_read(ruleset, "/sys");
+	/* The commit charge under strict overcommit (os.h). */
+	grant_read_file(ruleset, "/proc/meminfo");
+	grant_read_file(ruleset, "/proc/sys/vm/overcommit_memory");
 	if (syscall(LL_RESTRICT_SELF, ruleset, 0) != 0)
 		ret = -errno;
 	(void)syscall(SYS_close, ruleset);

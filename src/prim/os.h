@@ -146,6 +146,15 @@ struct hz_os_memcg {
  * value (the cgroup's files could not be read: out is then unlimited). */
 int hz_os_memcg_read(const struct hz_os_cgroup *cg, struct hz_os_memcg *out);
 
+/* The commit charge under strict overcommit (vm.overcommit_memory 2),
+ * read now: limit CommitLimit and room CommitLimit - Committed_AS of
+ * /proc/meminfo, in bytes; both HZ_OS_UNLIMITED under the other modes,
+ * where the kernel refuses no mapping for it. Every cached block stays in
+ * Committed_AS, and a mapping that would take it over the limit fails in
+ * any process of the machine. 0, or a negative errno value (/proc hidden:
+ * out is then unlimited). */
+int hz_os_commit_read(struct hz_os_memcg *out);
+
 /* Bytes of hugetlb pages of page_size (2 MiB, 1 GiB) the hugetlb cgroup
  * and its ancestors still allow, read now: the smaller of what is left
  * under the fault limit (v2 hugetlb.<size>.max, v1 .limit_in_bytes) and

@@ -324,6 +324,50 @@ int hz_os_memcg_read(const struct hz_os_cgroup *cg, struct hz_os_memcg *out)
 	return err;
 }
 
+/* ---- the commit charge ---- */
+
+/* The two lines of /proc/meminfo: "CommitLimit:    12345678 kB". */
+struct commit_lines {
+	uint64_t limit, used;
+};
+
+static bool meminfo_line(char *line, void *ctx)
+{
+	struct commit_lines *c = ctx;
+
+	if (strncmp(line, "CommitLimit:", 12) == 0)
+		c->limit = strtoull(line + 12, NULL, 10) << 10;
+	else if (strncmp(line, "Committed_AS:", 13) == 0)
+		c->used = strtoull(line + 13, NULL, 10) << 10;
+	return c->limit != HZ_OS_UNLIMITED && c->used != HZ_OS_UNLIMITED;
+}
+
+int hz_os_commit_read(struct hz_os_memcg *out)
+{
+	struct commit_lines c = { HZ_OS_UNLIMITED, HZ_OS_UNLIMITED };
+	char path[256], mode[8];
+	int saved = errno, ret = 0;
+	ssize_t n;
+
+	out->limit = out->room = HZ_OS_UNLIMITED;
+	snprintf(path, sizeof(path), "%s/proc/sys/vm/overcommit_memory", root);
+	n = hz_prim_read_file(path, mode, sizeof(mode));
+	if (n <= 0) {
+		ret = n < 0 ? (int)n : -EINVAL;
+	} else if (mode[0] == '2') {
+		snprintf(path, sizeof(path), "%s/proc/meminfo", root);
+		ret = each_line(path, meminfo_line, &c);
+		if (ret == 0 && (c.limit == HZ_OS_UNLIMITED || c.used == HZ_OS_UNLIMITED))
+			ret = -EINVAL;
+		if (ret == 0) {
+			out->limit = c.limit;
+			out->room = left(c.limit, c.used);
+		}
+	}
+	errno = saved;
+	return ret;
+}
+
 /* The kernel's name of a hugetlb size in the cgroup files: "2MB", "1GB". */
 static void size_name(size_t page_size, char *buf, size_t len)
 {

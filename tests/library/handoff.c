@@ -389,8 +389,8 @@ static void held_inside_a_shared_clear(void **state)
 
 		/* Only the calloc is timed: the dirty block's own first write
 		 * is fresh memory, 1.6 s under ThreadSanitizer on a VM whose
-		 * fresh memory faults slowly (bench/RESULTS.md, "Eleventh
-		 * session"). */
+		 * fresh memory faults slowly (bench/RESULTS.md, the Zen 5
+		 * VM's sections). */
 		dirty_free(size);
 		t0 = hz_test_now_ns();
 		p = hz_preload_calloc(1, size);
