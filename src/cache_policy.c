@@ -68,6 +68,7 @@ static struct {
 	bool found;
 	uint64_t found_at, read_at; /* ns */
 	uint64_t limit, room;       /* of the last read */
+	uint64_t headroom;          /* kept free below it */
 	uint64_t fresh_since;       /* fresh bytes handed out since it */
 	bool unknown;               /* the last read failed */
 } memcg;
@@ -119,25 +120,35 @@ static uint64_t headroom(uint64_t limit)
 
 /* Strict overcommit (vm.overcommit_memory 2) is a limit as well, the
  * machine's: every cached block stays in the commit charge, and a mapping
- * that would take it over CommitLimit fails, in this program or any other.
- * glibc's free gives the charge back with the block, so the cache keeps
- * the same headroom below it as below a cgroup's limit. */
-static void limit_by_commit(struct hz_os_memcg *m)
+ * that would take it over CommitLimit fails, in this program or in any
+ * other. glibc's free gives the charge back with the block. So the cache
+ * keeps a quarter of CommitLimit free, uncapped: the charge is every
+ * process's, not only this cgroup's, and near the limit it gives way
+ * first. Whichever of the cgroup and the commit charge leaves less room
+ * above its headroom decides. */
+#define COMMIT_HEADROOM_DIV 4
+
+static void limit_by_commit(struct hz_os_memcg *m, uint64_t *h)
 {
 	struct hz_os_memcg commit;
+	uint64_t hc, mine;
 
-	if (hz_os_commit_read(&commit) != 0)
+	if (hz_os_commit_read(&commit) != 0 || commit.limit == HZ_OS_UNLIMITED)
 		return;
-	if (commit.limit < m->limit)
+	hc = commit.limit / COMMIT_HEADROOM_DIV;
+	mine = m->room == HZ_OS_UNLIMITED ? HZ_OS_UNLIMITED : m->room > *h ? m->room - *h : 0;
+	if ((commit.room > hc ? commit.room - hc : 0) < mine) {
 		m->limit = commit.limit;
-	if (commit.room < m->room)
 		m->room = commit.room;
+		*h = hc;
+	}
 }
 
 /* Read the cgroup again if due (or when force), with memcg held. */
 static void read_memcg(uint64_t now, bool force)
 {
 	struct hz_os_memcg m;
+	uint64_t h;
 	bool unknown;
 
 	if (!memcg.found || now - memcg.found_at >= MEMCG_FIND_NS) {
@@ -153,7 +164,9 @@ static void read_memcg(uint64_t now, bool force)
 	unknown = !memcg.found || hz_os_memcg_read(&memcg.cg, &m) != 0;
 	if (unknown)
 		m.limit = m.room = HZ_OS_UNLIMITED;
-	limit_by_commit(&m);
+	h = m.limit == HZ_OS_UNLIMITED ? 0 : headroom(m.limit);
+	limit_by_commit(&m, &h);
+	memcg.headroom = h;
 	__atomic_store_n(&memcg.unknown, unknown, __ATOMIC_RELAXED);
 	__atomic_store_n(&memcg.limit, m.limit, __ATOMIC_RELAXED);
 	memcg.room = m.room;
@@ -182,7 +195,7 @@ static uint64_t room_now(void)
 static void set_max(size_t adding)
 {
 	uint64_t cached = hz_cache_budget_used(&budget), fits, room = room_now();
-	uint64_t h = headroom(memcg.limit);
+	uint64_t h = memcg.headroom;
 
 	if (memcg.limit == HZ_OS_UNLIMITED || room == HZ_OS_UNLIMITED) {
 		__atomic_store_n(&budget.max, policy.cache_max, __ATOMIC_RELAXED);
@@ -225,7 +238,7 @@ size_t hz_cache_budget_excess(size_t fresh, bool again)
 		excess = cached;
 	/* Nothing to drop: only the estimate needs the block. */
 	if (cached > 0 && memcg.limit != HZ_OS_UNLIMITED) {
-		need = fresh + headroom(memcg.limit);
+		need = fresh + memcg.headroom;
 		if (room_now() < need && !again)
 			read_memcg(now, true); /* sure before dropping */
 		room = room_now();

@@ -12,13 +12,13 @@
  *    (v1: EBUSY; v2: the OOM killer). Then the program works on below the
  *    new limit: a calloc'd block reads zero, two blocks are written.
  *  - strict_commit: vm.overcommit_memory 2 with CommitLimit 1 GiB above
- *    what the machine has committed; the program uses and frees six
+ *    what the machine has committed; the program uses and frees five
  *    128 MiB blocks three times, then another process (the parent) maps
- *    320 MiB. glibc's program has given its commit charge back; a cache
- *    holding all 768 MiB leaves the other process 256 MiB, one that keeps
- *    its headroom (512 MiB here) leaves enough. The machine's other
- *    processes must not commit more than 192 MiB meanwhile: the case is
- *    not run beside others. */
+ *    640 MiB. glibc's program has given its commit charge back; a cache
+ *    holding all 640 MiB leaves the other process 384 MiB. The machine's
+ *    other processes must not commit more than about 256 MiB meanwhile
+ *    (the kernel keeps up to 128 MiB of the rest from each process): the
+ *    case is not run beside others. */
 #include "cgroup.h"
 #include "hostile.h"
 
@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #define ROUNDS 3
-#define BLOCKS 6
+#define BLOCKS_MAX 6
 
 static void sleep_ms(unsigned ms)
 {
@@ -39,21 +39,21 @@ static void sleep_ms(unsigned ms)
 		;
 }
 
-/* Use and free BLOCKS blocks of len, ROUNDS times, pause_ms apart. */
-static void use_and_free(size_t len, unsigned pause_ms)
+/* Use and free n blocks of len, ROUNDS times, pause_ms apart. */
+static void use_and_free(int n, size_t len, unsigned pause_ms)
 {
-	char *b[BLOCKS];
+	char *b[BLOCKS_MAX];
 
 	for (int round = 0; round < ROUNDS; round++) {
 		if (round > 0)
 			sleep_ms(pause_ms);
-		for (int i = 0; i < BLOCKS; i++) {
+		for (int i = 0; i < n; i++) {
 			b[i] = hostile_keep(malloc(len));
 			CHECK(b[i] != NULL, "round %d: malloc(%zu MiB): %s", round, len / MiB,
 			      strerror(errno));
 			memset(b[i], round + i + 1, len);
 		}
-		for (int i = 0; i < BLOCKS; i++)
+		for (int i = 0; i < n; i++)
 			free(hostile_keep(b[i]));
 	}
 }
@@ -68,7 +68,7 @@ static int lower_limit_inside(void)
 
 	CHECK(dir != NULL, "RECLAIM_CGROUP not set");
 	snprintf(cg.dir, sizeof(cg.dir), "%s", dir);
-	use_and_free(64 * MiB, 0);
+	use_and_free(6, 64 * MiB, 0);
 	sleep_ms(2000);
 	NOTE("resident before lowering: %lld MiB", hostile_status_bytes("VmRSS:") >> 20);
 	CHECK(cgroup_set(&cg, file, "201326592") == 0, "lowering %s to 192 MiB: %s", file,
@@ -161,7 +161,7 @@ static int strict_commit(void)
 	if (pid == 0) {
 		close(ready[0]);
 		close(go[1]);
-		use_and_free(128 * MiB, 0);
+		use_and_free(5, 128 * MiB, 0);
 		sleep_ms(500);
 		CHECK(write(ready[1], "r", 1) == 1, "write: %s", strerror(errno));
 		CHECK(read(go[0], &c, 1) == 1, "read: %s", strerror(errno));
@@ -172,13 +172,13 @@ static int strict_commit(void)
 	CHECK(read(ready[0], &c, 1) == 1, "the program ended early");
 	NOTE("commit room: %lld MiB",
 	     (meminfo_bytes("CommitLimit") - meminfo_bytes("Committed_AS")) >> 20);
-	p = mmap(NULL, 320 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p = mmap(NULL, 640 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	CHECK(write(go[1], "g", 1) == 1, "write: %s", strerror(errno));
 	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	      "the program failed");
 	hostile_undo_all();
-	CHECK(p != MAP_FAILED, "another process could not map 320 MiB: %s", strerror(errno));
-	puts("another process mapped 320 MiB");
+	CHECK(p != MAP_FAILED, "another process could not map 640 MiB: %s", strerror(errno));
+	puts("another process mapped 640 MiB");
 	return 0;
 }
 
