@@ -5,6 +5,8 @@
  * Every call here fails for real, in the kernel; errno must still hold the
  * sentinel afterwards. Then what the memory operations of prim/memory.h
  * do, on real mappings. */
+#include <dlfcn.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "prim/memory.h"
@@ -364,6 +367,102 @@ static void reset_reservation_drops_what_the_program_did(void **state)
 	munmap(p, len);
 }
 
+/* The C library's syscall(), replaced in this program as
+ * libhugezero-preload.so replaces it in the program it runs in
+ * (src/preload/shim.c): each call is counted and passed on. prim must
+ * reach the kernel without it, or hugezero's own calls would be routed as
+ * the program's (its own munmap of a region refused) and the lowest layer
+ * would call the highest. */
+static unsigned long syscall_symbol_calls;
+
+long syscall(long nr, ...)
+{
+	static long (*next)(long, ...);
+	long a[6];
+	va_list ap;
+
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	__atomic_add_fetch(&syscall_symbol_calls, 1, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&next, __ATOMIC_RELAXED) == NULL)
+		__atomic_store_n(&next, (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall"),
+				 __ATOMIC_RELAXED);
+	return next(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+static int thread_done;
+
+/* What only the pre-zero thread does: it lowers its priority, takes a file
+ * table of its own and confines itself for good, so on a thread of its
+ * own here. */
+static void *confine_and_finish(void *arg)
+{
+	(void)arg;
+	(void)hz_prim_lower_thread_priority();
+	(void)hz_prim_files_unshare(true);
+	(void)hz_prim_confine_thread();
+	__atomic_store_n(&thread_done, 1, __ATOMIC_RELEASE);
+	(void)hz_prim_futex_wake(&thread_done, 1);
+	return NULL;
+}
+
+/* Every system call of prim, the pre-zero thread's confinement included,
+ * with the calls' own results left aside: only the count matters. */
+static void prim_reaches_the_kernel_without_the_syscall_symbol(void **state)
+{
+	unsigned long before = __atomic_load_n(&syscall_symbol_calls, __ATOMIC_RELAXED);
+	struct hz_prim_page_region vec[4];
+	uint64_t u64a, u64b;
+	unsigned major, minor, mode;
+	unsigned char resident[2];
+	uintptr_t walk_end;
+	char buf[256];
+	void *p, *q;
+	int fd, dup;
+
+	(void)state;
+	assert_int_equal(hz_prim_mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE,
+				      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &p), 0);
+	(void)hz_prim_madvise(p, PAGE, MADV_DONTNEED);
+	(void)hz_prim_mprotect(p, 2 * PAGE, PROT_READ); /* the whole mapping: one VMA to move */
+	(void)hz_prim_munlock(p, PAGE);
+	(void)hz_prim_mincore(p, 2 * PAGE, resident);
+	(void)hz_prim_name_mapping(p, PAGE, "hz-test");
+	(void)hz_prim_pagemap_scan((uintptr_t)p, (uintptr_t)p + 2 * PAGE, vec, 4, &walk_end);
+	assert_int_equal(hz_prim_mremap(p, 2 * PAGE, 4 * PAGE, MREMAP_MAYMOVE, NULL, &q), 0);
+	assert_int_equal(hz_prim_mmap(NULL, 4 * PAGE, PROT_NONE,
+				      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &p), 0);
+	assert_int_equal(hz_prim_move_mapping(q, 4 * PAGE, p), 0);
+	assert_int_equal(hz_prim_munmap(p, 4 * PAGE), 0);
+	(void)hz_prim_memory(&u64a, &u64b);
+	(void)hz_prim_thp_disable_flags();
+	(void)hz_prim_kernel_version(&major, &minor);
+	(void)hz_prim_address_space_limit();
+	(void)hz_prim_seccomp_mode(&mode);
+	(void)hz_prim_read_file("/proc/self/status", buf, sizeof(buf));
+	fd = hz_prim_open_read("/proc/self/status");
+	assert_true(fd >= 0);
+	(void)hz_prim_read(fd, buf, sizeof(buf));
+	(void)hz_prim_pread(fd, buf, sizeof(buf), 0);
+	(void)hz_prim_file_id(fd, &u64a, &u64b);
+	(void)hz_prim_cachestat(fd, 0, PAGE, &u64a);
+	(void)hz_prim_fadvise(fd, 0, PAGE, POSIX_FADV_NORMAL);
+	dup = hz_prim_dup_cloexec(fd, 100);
+	if (dup >= 0)
+		assert_int_equal(hz_prim_close(dup), 0);
+	assert_int_equal(hz_prim_close(fd), 0);
+	(void)hz_prim_write_all(-1, buf, 1);
+	(void)hz_prim_getpid();
+	(void)hz_prim_thread_known(hz_prim_gettid());
+	hz_prim_sleep_ns(1000);
+	assert_int_equal(hz_prim_thread_start(confine_and_finish, NULL, 0), 0);
+	while (!__atomic_load_n(&thread_done, __ATOMIC_ACQUIRE))
+		(void)hz_prim_futex_wait(&thread_done, 0, 100 * 1000 * 1000);
+	assert_int_equal(__atomic_load_n(&syscall_symbol_calls, __ATOMIC_RELAXED), before);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -378,6 +477,7 @@ int main(void)
 		cmocka_unit_test(residency_walks_maximal_runs),
 		cmocka_unit_test(residency_stops_at_a_hole),
 		cmocka_unit_test(reset_reservation_drops_what_the_program_did),
+		cmocka_unit_test(prim_reaches_the_kernel_without_the_syscall_symbol),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -717,8 +717,9 @@ EXPORT int prctl(int option, ...)
 #include "syscall.h"
 
 /* The C library's syscall() (the end of the file), looked up with the
- * allocator: a first lookup later could come from hugezero's own futex
- * wait, inside one of its locks, and dlsym takes the loader's lock. */
+ * allocator: a program may make its first syscall() anywhere, a signal
+ * handler included (gettid, futex), where dlsym, which takes the loader's
+ * lock, must not run. */
 static hz_syscall_fn next_syscall;
 
 static hz_syscall_fn syscall_next(void)
@@ -814,5 +815,5 @@ EXPORT long syscall(long nr, ...)
 	for (int i = 0; i < 6; i++)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
-	return hz_preload_syscall(syscall_next(), __builtin_return_address(0), nr, a);
+	return hz_preload_syscall(syscall_next(), nr, a);
 }

@@ -19,18 +19,12 @@
  * JITs). The zeroing code's hole check and the pre-zero thread's second
  * look at the mark (foreign.c) remain the defence there.
  *
- * hugezero's own system calls (src/prim/linux.c calls syscall()) resolve
- * to the shim's symbol as well: a call whose return address lies in this
- * object goes straight to the C library, or hugezero's own munmap of a
- * region would be refused as the program's. (A tail call would show its
- * caller's address instead: only hz_prim_getpid and hz_prim_gettid make
- * theirs that way, numbers that are not routed.) */
+ * Every call that reaches this symbol is the program's: hugezero's own
+ * make the system-call instruction themselves (src/prim/raw.h). */
 #include "syscall.h"
 
 #include <errno.h>
-#include <link.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
@@ -41,46 +35,6 @@
 #ifndef SYS_mseal
 #define SYS_mseal 462
 #endif
-
-/* The ELF header of the object this file is linked into (libhugezero.so,
- * or a test program that links the library statically). */
-extern const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
-
-/* [text_lo, text_hi): this object's executable segments, from its own
- * program headers: no lock and no call, so it is safe from any thread at
- * any time. Racing first calls compute the same values. */
-static uintptr_t text_lo, text_hi;
-
-static void find_text(void)
-{
-	const ElfW(Ehdr) *eh = &__ehdr_start;
-	const ElfW(Phdr) *ph = (const ElfW(Phdr) *)((const char *)eh + eh->e_phoff);
-	uintptr_t bias = 0, lo = UINTPTR_MAX, hi = 0;
-
-	for (int i = 0; i < eh->e_phnum; i++)
-		if (ph[i].p_type == PT_LOAD && ph[i].p_offset == 0)
-			bias = (uintptr_t)eh - ph[i].p_vaddr;
-	for (int i = 0; i < eh->e_phnum; i++) {
-		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X))
-			continue;
-		if (bias + ph[i].p_vaddr < lo)
-			lo = bias + ph[i].p_vaddr;
-		if (bias + ph[i].p_vaddr + ph[i].p_memsz > hi)
-			hi = bias + ph[i].p_vaddr + ph[i].p_memsz;
-	}
-	__atomic_store_n(&text_lo, lo, __ATOMIC_RELAXED);
-	__atomic_store_n(&text_hi, hi, __ATOMIC_RELEASE);
-}
-
-bool hz_syscall_from_hugezero(const void *caller)
-{
-	uintptr_t c = (uintptr_t)caller;
-
-	if (__atomic_load_n(&text_hi, __ATOMIC_ACQUIRE) == 0)
-		find_text();
-	return c >= __atomic_load_n(&text_lo, __ATOMIC_RELAXED) &&
-	       c < __atomic_load_n(&text_hi, __ATOMIC_RELAXED);
-}
 
 /* Linux 5.3; the same number on x86_64 and aarch64 (the common table). */
 #ifndef SYS_clone3
@@ -222,15 +176,12 @@ static long route(hz_syscall_fn real, long nr, const long a[6])
 	return call(real, nr, a);
 }
 
-HZ_PRIVATE_API long hz_preload_syscall(hz_syscall_fn real, const void *caller, long nr,
-				       const long a[6])
+HZ_PRIVATE_API long hz_preload_syscall(hz_syscall_fn real, long nr, const long a[6])
 {
 	if (real == NULL) {
 		errno = ENOSYS;
 		return -1;
 	}
-	if (hz_syscall_from_hugezero(caller))
-		return call(real, nr, a);
 	hz_preload_security_call(nr, a[0]);
 	if (!interposed(nr))
 		return call(real, nr, a);

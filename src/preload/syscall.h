@@ -6,8 +6,6 @@
 #ifndef HZ_PRELOAD_SYSCALL_H
 #define HZ_PRELOAD_SYSCALL_H
 
-#include <stdbool.h>
-
 #include "preload.h" /* HZ_PRIVATE_API */
 
 /* The next syscall() in the chain: the C library's. */
@@ -15,15 +13,8 @@ typedef long (*hz_syscall_fn)(long, ...);
 
 /* syscall(nr, a...) as the C library's: -1 with errno set for a result
  * in [-4095, -1], the result otherwise. real is the next syscall() (NULL:
- * ENOSYS); caller the call's return address, so that hugezero's own
- * system calls (src/prim/, which reach the shim's symbol too) go straight
- * to real. */
-/* Whether caller (a return address) lies in hugezero's own code: its
- * calls of an interposed symbol (syscall, pthread_create) go straight to
- * the C library. Lock-free, any thread, any time. */
-bool hz_syscall_from_hugezero(const void *caller);
-
-HZ_PRIVATE_API long hz_preload_syscall(hz_syscall_fn real, const void *caller, long nr,
-				       const long a[6]);
+ * ENOSYS). Every caller is the program: hugezero makes its own system
+ * calls without this symbol (src/prim/raw.h). */
+HZ_PRIVATE_API long hz_preload_syscall(hz_syscall_fn real, long nr, const long a[6]);
 
 #endif /* HZ_PRELOAD_SYSCALL_H */

@@ -23,6 +23,7 @@
  * keeps the others. */
 #include "prim.h"
 #include "pagemap.h"
+#include "raw.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -82,53 +83,45 @@ static size_t ruleset_for(long abi, struct ll_ruleset_attr *attr)
 	return offsetof(struct ll_ruleset_attr, handled_access_net);
 }
 
-/* Reading below path is allowed (a path that cannot be opened, such as a
- * /proc that is not mounted, is simply not granted). */
-static void grant_read(int ruleset, const char *path)
+/* Reading below path (a directory), or the one file path, is allowed; a
+ * file's rule takes no directory right. A path that cannot be opened, such
+ * as a /proc that is not mounted, is simply not granted. */
+static void grant_read(int ruleset, const char *path, bool dir)
 {
-	struct ll_path_beneath_attr rule = { LL_FS_READ_FILE | LL_FS_READ_DIR, -1 };
+	struct ll_path_beneath_attr rule = {
+		dir ? LL_FS_READ_FILE | LL_FS_READ_DIR : LL_FS_READ_FILE, -1
+	};
 
-	rule.parent_fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	rule.parent_fd = (int)HZ_RAW(SYS_openat, AT_FDCWD, path,
+				     O_PATH | O_CLOEXEC | (dir ? O_DIRECTORY : 0));
 	if (rule.parent_fd < 0)
 		return;
-	(void)syscall(LL_ADD_RULE, ruleset, LL_RULE_PATH_BENEATH, &rule, 0);
-	(void)syscall(SYS_close, rule.parent_fd);
-}
-
-/* Reading the one file path is allowed (a directory's rights would make
- * the rule invalid there). */
-static void grant_read_file(int ruleset, const char *path)
-{
-	struct ll_path_beneath_attr rule = { LL_FS_READ_FILE, -1 };
-
-	rule.parent_fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_PATH | O_CLOEXEC);
-	if (rule.parent_fd < 0)
-		return;
-	(void)syscall(LL_ADD_RULE, ruleset, LL_RULE_PATH_BENEATH, &rule, 0);
-	(void)syscall(SYS_close, rule.parent_fd);
+	(void)HZ_RAW(LL_ADD_RULE, ruleset, LL_RULE_PATH_BENEATH, &rule, 0);
+	(void)HZ_RAW(SYS_close, rule.parent_fd);
 }
 
 static int landlock(void)
 {
 	struct ll_ruleset_attr attr;
-	long abi = syscall(LL_CREATE_RULESET, NULL, 0, LL_CREATE_RULESET_VERSION);
-	int ruleset, ret = 0;
+	long abi = HZ_RAW(LL_CREATE_RULESET, NULL, 0, LL_CREATE_RULESET_VERSION);
+	int ruleset, ret;
 
-	if (abi < 1)
-		return -errno;
-	ruleset = (int)syscall(LL_CREATE_RULESET, &attr, ruleset_for(abi, &attr), 0);
+	if (abi < 0)
+		return (int)abi;
+	if (abi == 0) /* versions start at 1 */
+		return -EOPNOTSUPP;
+	ruleset = (int)HZ_RAW(LL_CREATE_RULESET, &attr, ruleset_for(abi, &attr), 0);
 	if (ruleset < 0)
-		return -errno;
+		return ruleset;
 	/* /proc/self names this process's directory (/proc/PID): other
 	 * processes' are not granted. */
-	grant_read(ruleset, "/proc/self");
-	grant_read(ruleset, "/sys");
+	grant_read(ruleset, "/proc/self", true);
+	grant_read(ruleset, "/sys", true);
 	/* The commit charge under strict overcommit (os.h). */
-	grant_read_file(ruleset, "/proc/meminfo");
-	grant_read_file(ruleset, "/proc/sys/vm/overcommit_memory");
-	if (syscall(LL_RESTRICT_SELF, ruleset, 0) != 0)
-		ret = -errno;
-	(void)syscall(SYS_close, ruleset);
+	grant_read(ruleset, "/proc/meminfo", false);
+	grant_read(ruleset, "/proc/sys/vm/overcommit_memory", false);
+	ret = (int)HZ_RAW(LL_RESTRICT_SELF, ruleset, 0);
+	(void)HZ_RAW(SYS_close, ruleset);
 	return ret;
 }
 
@@ -139,15 +132,16 @@ static int keep_only_setid_caps(void)
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct data[2];
 	const uint32_t keep = (1u << CAP_SETUID) | (1u << CAP_SETGID);
+	int ret = (int)HZ_RAW(SYS_capget, &hdr, data);
 
-	if (syscall(SYS_capget, &hdr, data) != 0)
-		return -errno;
+	if (ret != 0)
+		return ret;
 	for (int i = 0; i < 2; i++) {
 		data[i].permitted &= i == 0 ? keep : 0;
 		data[i].effective &= i == 0 ? keep : 0;
 		data[i].inheritable = 0;
 	}
-	return syscall(SYS_capset, &hdr, data) == 0 ? 0 : -errno;
+	return (int)HZ_RAW(SYS_capset, &hdr, data);
 }
 
 /* ---- seccomp ---- */
@@ -270,7 +264,7 @@ static int seccomp_filter(void)
 		return -E2BIG;
 	prog.len = f.n;
 	prog.filter = f.ins;
-	return syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) == 0 ? 0 : -errno;
+	return (int)HZ_RAW(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
 }
 #else
 static int seccomp_filter(void)
@@ -281,10 +275,9 @@ static int seccomp_filter(void)
 
 unsigned hz_prim_confine_thread(void)
 {
-	int saved = errno;
 	unsigned done = 0;
 
-	if (syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1L, 0L, 0L, 0L) == 0)
+	if (HZ_RAW(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0)
 		done |= HZ_CONFINED_NO_NEW_PRIVS;
 	if (keep_only_setid_caps() == 0)
 		done |= HZ_CONFINED_CAPABILITIES;
@@ -293,6 +286,5 @@ unsigned hz_prim_confine_thread(void)
 		done |= HZ_CONFINED_LANDLOCK;
 	if ((done & HZ_CONFINED_NO_NEW_PRIVS) && seccomp_filter() == 0)
 		done |= HZ_CONFINED_SECCOMP;
-	errno = saved;
 	return done;
 }

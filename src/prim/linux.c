@@ -1,6 +1,7 @@
 /* Linux system calls used by hugezero. See prim.h for the conventions. */
 #include "prim.h"
 #include "fault.h"
+#include "raw.h"
 #include "../sizes.h"
 
 #include <errno.h>
@@ -22,26 +23,9 @@
 #define PR_SET_VMA_ANON_NAME 0
 #endif
 
-/* Turn a system call's result into 0/-errno and put errno back. */
-static long checked(long ret, int saved_errno)
-{
-	if (ret == -1)
-		ret = -errno;
-	errno = saved_errno;
-	return ret;
-}
-
-/* errno is saved in a statement of its own before the call: as two
- * arguments of checked(), the call and the read of errno would be evaluated
- * in an unspecified order (clang makes the call first, and a failing call
- * inside a malloc that succeeds changed the program's errno;
- * tests/test_prim.c). */
-#define SYSCALL(...)                                       \
-	({                                                 \
-		int saved_errno_ = errno;                  \
-		long ret_ = syscall(__VA_ARGS__);          \
-		checked(ret_, saved_errno_);               \
-	})
+/* The kernel's answer as it gives it: the result or -errno, errno
+ * untouched (raw.h). */
+#define SYSCALL(...) HZ_RAW(__VA_ARGS__)
 
 int hz_prim_write_all(int fd, const void *buf, size_t len)
 {
@@ -66,18 +50,14 @@ int hz_prim_write_all(int fd, const void *buf, size_t len)
 int hz_prim_mmap(void *addr, size_t len, int prot, int flags, int fd,
 		 off_t off, void **out)
 {
-	int saved = errno, err = hz_prim_fault(HZ_CALL_MMAP, flags, len);
+	int err = hz_prim_fault(HZ_CALL_MMAP, flags, len);
 	long ret;
 
 	if (err)
 		return err;
-	ret = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
-
-	/* syscall() returns -1 with errno set for every error; any other
-	 * value is the address. */
-	if (ret == -1)
-		return (int)checked(ret, saved);
-	errno = saved;
+	ret = SYSCALL(SYS_mmap, addr, len, prot, flags, fd, off);
+	if (hz_prim_raw_failed(ret))
+		return (int)ret;
 	*out = (void *)ret;
 	return 0;
 }
@@ -94,16 +74,14 @@ int hz_prim_munmap(void *addr, size_t len)
 int hz_prim_mremap(void *old, size_t old_len, size_t new_len, int flags,
 		   void *new_addr, void **out)
 {
-	int saved = errno, err = hz_prim_fault(HZ_CALL_MREMAP, flags, new_len);
+	int err = hz_prim_fault(HZ_CALL_MREMAP, flags, new_len);
 	long ret;
 
 	if (err)
 		return err;
-	ret = syscall(SYS_mremap, old, old_len, new_len, flags, new_addr);
-
-	if (ret == -1)
-		return (int)checked(ret, saved);
-	errno = saved;
+	ret = SYSCALL(SYS_mremap, old, old_len, new_len, flags, new_addr);
+	if (hz_prim_raw_failed(ret))
+		return (int)ret;
 	*out = (void *)ret;
 	return 0;
 }
@@ -161,7 +139,7 @@ int hz_prim_memory(uint64_t *ram, uint64_t *swap)
 int hz_prim_lower_thread_priority(void)
 {
 	struct sched_param param = { 0 };
-	long tid = syscall(SYS_gettid);
+	long tid = SYSCALL(SYS_gettid);
 	int err = hz_prim_fault(HZ_CALL_SCHED, 0, 0);
 
 	if (err)
@@ -310,7 +288,7 @@ uint64_t hz_prim_now_ns(void)
 
 pid_t hz_prim_getpid(void)
 {
-	return (pid_t)syscall(SYS_getpid);
+	return (pid_t)SYSCALL(SYS_getpid);
 }
 
 /* ---- executable text (src/exec) ---- */
@@ -461,7 +439,7 @@ int hz_prim_open_append(const char *path)
 	if (fd < 0)
 		return (int)fd;
 	if (SYSCALL(SYS_fstat, (int)fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-	    st.st_uid != (uid_t)syscall(SYS_geteuid)) {
+	    st.st_uid != (uid_t)SYSCALL(SYS_geteuid)) {
 		SYSCALL(SYS_close, (int)fd);
 		return -EPERM;
 	}
@@ -475,33 +453,9 @@ int hz_prim_move_mapping(void *old, size_t len, void *new_addr)
 
 	if (ret)
 		return (int)ret;
-#if defined(__x86_64__)
-	register long r10 __asm__("r10") = flags;
-	register long r8 __asm__("r8") = (long)new_addr;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "0"((long)SYS_mremap), "D"(old), "S"(len), "d"(len),
-			   "r"(r10), "r"(r8)
-			 : "rcx", "r11", "memory");
-#elif defined(__aarch64__)
-	register long x8 __asm__("x8") = SYS_mremap;
-	register long x0 __asm__("x0") = (long)old;
-	register long x1 __asm__("x1") = (long)len;
-	register long x2 __asm__("x2") = (long)len;
-	register long x3 __asm__("x3") = flags;
-	register long x4 __asm__("x4") = (long)new_addr;
-
-	__asm__ volatile("svc #0"
-			 : "+r"(x0)
-			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4)
-			 : "memory");
-	ret = x0;
-#else
-#error "hz_prim_move_mapping: add the system-call instruction for this architecture"
-#endif
-	/* The raw instruction returns -errno and never touches errno. */
-	if (ret < 0 && ret > -4096)
+	/* Inline (raw.h): no call out of this object while its text moves. */
+	ret = SYSCALL(SYS_mremap, old, len, len, flags, new_addr);
+	if (hz_prim_raw_failed(ret))
 		return (int)ret;
 	return ret == (long)new_addr ? 0 : -EFAULT;
 }
@@ -511,8 +465,6 @@ int hz_prim_move_mapping(void *old, size_t len, void *new_addr)
 void hz_prim_sleep_ns(uint64_t ns)
 {
 	struct timespec ts = { (time_t)(ns / HZ_NS_PER_SEC), (long)(ns % HZ_NS_PER_SEC) };
-	int saved = errno;
 
-	syscall(SYS_nanosleep, &ts, NULL);
-	errno = saved;
+	(void)SYSCALL(SYS_nanosleep, &ts, NULL);
 }

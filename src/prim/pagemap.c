@@ -38,6 +38,7 @@
 
 #include "fault.h"
 #include "prim.h"
+#include "raw.h"
 #include "../sizes.h"
 
 #ifndef MADV_WIPEONFORK
@@ -206,15 +207,11 @@ static int our_fd(struct record *r)
 
 static int scan_ioctl(int fd, struct hz_pm_scan_arg *arg)
 {
-	int saved = errno, ret = hz_prim_fault(HZ_CALL_PAGEMAP, 0, arg->end - arg->start);
-	long n;
+	int ret = hz_prim_fault(HZ_CALL_PAGEMAP, 0, arg->end - arg->start);
 
 	if (ret != 0)
 		return ret;
-	n = syscall(SYS_ioctl, fd, HZ_PAGEMAP_SCAN, arg);
-	ret = n < 0 ? -errno : (int)n;
-	errno = saved;
-	return ret;
+	return (int)HZ_RAW(SYS_ioctl, fd, HZ_PAGEMAP_SCAN, arg);
 }
 
 int hz_prim_pagemap_scan(uintptr_t start, uintptr_t end, struct hz_prim_page_region *vec,

@@ -2,8 +2,9 @@
  * (system calls, /proc and /sys). Everything above calls these, so a test can
  * make any of them fail and a port needs to touch one folder.
  *
- * System calls are made with syscall(2), never through the C library's
- * wrappers, because the preload interposes mmap and friends: our own calls
+ * System calls are made with the system-call instruction itself (raw.h),
+ * never through the C library's wrappers nor its syscall(), because the
+ * preload interposes mmap and friends and syscall() as well: our own calls
  * must never come back into our own symbols.
  *
  * Functions return 0 (or a count) on success and a negative errno value on
@@ -185,8 +186,8 @@ int hz_prim_open_perfmap(void);
 
 /* Move [old, old + len) over [new_addr, new_addr + len):
  * mremap(old, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, new_addr). The
- * system-call instruction is inline here, in libhugezero.so, and not in the
- * C library's syscall(): this call may replace the C library's own text, and
+ * system-call instruction is inline here, in libhugezero.so, as for every
+ * call of prim (raw.h): this call may replace the C library's own text, and
  * the code making the move must not be inside what it moves. */
 int hz_prim_move_mapping(void *old, size_t len, void *new_addr);
 

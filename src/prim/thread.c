@@ -2,6 +2,7 @@
  * thread sleeps on, and the CPU-time clocks. See prim.h. */
 #include "prim.h"
 #include "fault.h"
+#include "raw.h"
 #include "../sizes.h"
 
 #include <errno.h>
@@ -43,25 +44,17 @@ int hz_prim_futex_wait(int *word, int expected, uint64_t timeout_ns)
 {
 	struct timespec ts = { (time_t)(timeout_ns / HZ_NS_PER_SEC),
 			       (long)(timeout_ns % HZ_NS_PER_SEC) };
-	int saved = errno;
 	long ret;
 
 	/* FUTEX_WAIT's timeout is relative (CLOCK_MONOTONIC). */
-	ret = syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected,
-		      timeout_ns != 0 ? &ts : NULL, NULL, 0);
-	ret = ret == -1 ? -errno : 0;
-	errno = saved;
-	return (int)ret;
+	ret = HZ_RAW(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected,
+		     timeout_ns != 0 ? &ts : NULL, NULL, 0);
+	return ret < 0 ? (int)ret : 0;
 }
 
 int hz_prim_futex_wake(int *word, int count)
 {
-	int saved = errno;
-	long ret = syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
-
-	ret = ret == -1 ? -errno : ret;
-	errno = saved;
-	return (int)ret;
+	return (int)HZ_RAW(SYS_futex, word, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
 }
 
 bool hz_prim_single_threaded(void)
@@ -71,7 +64,7 @@ bool hz_prim_single_threaded(void)
 
 int hz_prim_gettid(void)
 {
-	return (int)syscall(SYS_gettid); /* never fails, errno untouched */
+	return (int)HZ_RAW(SYS_gettid); /* never fails */
 }
 
 /* The kernel drops the task from its user's count and from its pids
@@ -79,12 +72,7 @@ int hz_prim_gettid(void)
  * ESRCH means both counts are down. */
 bool hz_prim_thread_known(int tid)
 {
-	int saved = errno;
-	bool known = syscall(SYS_tgkill, (long)hz_prim_getpid(), (long)tid, 0L) == 0 ||
-		     errno != ESRCH;
-
-	errno = saved;
-	return known;
+	return HZ_RAW(SYS_tgkill, hz_prim_getpid(), tid, 0) != -ESRCH;
 }
 
 #ifndef CLOSE_RANGE_UNSHARE
@@ -104,19 +92,18 @@ static __thread unsigned private_table_here;
 
 int hz_prim_files_unshare(bool keep_stderr)
 {
-	int saved = errno, ret = hz_prim_fault(HZ_CALL_UNSHARE, 0, 0);
+	int ret = hz_prim_fault(HZ_CALL_UNSHARE, 0, 0);
 
 	/* One call: the new table copies only the numbers below the first
 	 * closed, so it never holds a program's pipe or socket open (a
 	 * reader waiting for EOF would wait for us); with stderr kept,
 	 * stdin and stdout for the two calls after it. */
-	if (ret == 0 && syscall(SYS_close_range, keep_stderr ? 3u : 0u, ~0u, CLOSE_RANGE_UNSHARE) != 0)
-		ret = -errno;
+	if (ret == 0)
+		ret = (int)HZ_RAW(SYS_close_range, keep_stderr ? 3u : 0u, ~0u, CLOSE_RANGE_UNSHARE);
 	if (ret == 0 && keep_stderr) {
-		syscall(SYS_close, 0);
-		syscall(SYS_close, 1);
+		(void)HZ_RAW(SYS_close, 0);
+		(void)HZ_RAW(SYS_close, 1);
 	}
-	errno = saved;
 	if (ret != 0)
 		return ret;
 	private_table_here = __atomic_add_fetch(&private_tables, 1, __ATOMIC_RELEASE);
