@@ -5,7 +5,15 @@
  *   VEC_ZERO()        a zero vector
  *   VEC_STOREU/STORE/STREAM(ptr, v)  unaligned, aligned, non-temporal store
  *   VEC_TARGET        the gcc/clang target string
- *   KERNEL_TEMPORAL, KERNEL_NT       the function names */
+ *   KERNEL_TEMPORAL, KERNEL_NT       the function names
+ *
+ * Each kernel ends with an explicit vzeroupper: gcc inserts one only with
+ * -fexpensive-optimizations (-O2, -O3), so at -O0, -O1 and -Os the kernels
+ * returned with dirty upper vector state, and every later SSE instruction
+ * of the program paid the AVX-SSE transition (test_clear_abi's XINUSE
+ * check caught it in the debug build). Where gcc adds its own, the second
+ * costs a cycle per call. The vector registers are first written after the
+ * short-length memset, so that path leaves them clean without one. */
 #include <stdint.h>
 #include <string.h>
 
@@ -15,15 +23,16 @@
 
 __attribute__((target(VEC_TARGET))) void KERNEL_TEMPORAL(void *dst, size_t len)
 {
-	const VEC_T zero = VEC_ZERO();
 	char *p = dst;
 	char *end = p + len;
+	VEC_T zero;
 	char *a;
 
 	if (len < 2 * VEC) {
 		memset(dst, 0, len);
 		return;
 	}
+	zero = VEC_ZERO();
 	/* Unaligned head and tail stores overlap the aligned body. */
 	VEC_STOREU((VEC_T *)p, zero);
 	VEC_STOREU((VEC_T *)(end - VEC), zero);
@@ -36,19 +45,21 @@ __attribute__((target(VEC_TARGET))) void KERNEL_TEMPORAL(void *dst, size_t len)
 	}
 	for (; a + VEC <= end; a += VEC)
 		VEC_STORE((VEC_T *)a, zero);
+	_mm256_zeroupper();
 }
 
 __attribute__((target(VEC_TARGET))) void KERNEL_NT(void *dst, size_t len)
 {
-	const VEC_T zero = VEC_ZERO();
 	char *p = dst;
 	char *end = p + len;
+	VEC_T zero;
 	char *a;
 
 	if (len < 4 * VEC) {
 		memset(dst, 0, len);
 		return;
 	}
+	zero = VEC_ZERO();
 	/* Cached stores for the partial first line and the tail; the body
 	 * streams whole 64-byte lines so write-combining fills them. */
 	for (size_t off = 0; off < HZ_CACHE_LINE; off += VEC)
@@ -63,4 +74,5 @@ __attribute__((target(VEC_TARGET))) void KERNEL_NT(void *dst, size_t len)
 	}
 	for (; a + VEC <= end; a += VEC)
 		VEC_STREAM((VEC_T *)a, zero);
+	_mm256_zeroupper();
 }

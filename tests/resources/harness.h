@@ -67,7 +67,13 @@ long res_map_count(void);
 /* Address space the process uses now, in bytes (/proc/self/statm). */
 uint64_t res_address_space(void);
 
-/* Whether p lies in a hugezero block: 2 MiB aligned, as no glibc chunk is. */
+/* Whether p lies in a hugezero block: 2 MiB aligned, as no glibc chunk is.
+ * Only the address is read, never the memory: access(none) says so to gcc,
+ * which otherwise takes a const pointer to a fresh (uninitialised) malloc
+ * block for a read of it and warns at -O0, where this is not inlined. */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((access(none, 1)))
+#endif
 static inline bool res_is_block(const void *p)
 {
 	return p != NULL && ((uintptr_t)p & (2 * MiB - 1)) == 0;

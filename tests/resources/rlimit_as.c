@@ -234,6 +234,7 @@ static int lowered_below_use(void)
 	char *a = malloc(64 * MiB), *b = malloc(64 * MiB), *c, *r;
 	/* Above HUGEZERO_CACHE_MAX (1 GiB): free releases it at once. */
 	char *d = malloc(GiB + 2 * MiB);
+	uintptr_t d_at, b_region;
 
 	CHECK(res_is_block(a) && res_is_block(b) && res_is_block(d), "blocks");
 	hz_test_fill(a, 64 * MiB, 1);
@@ -256,19 +257,21 @@ static int lowered_below_use(void)
 	CHECK(mmap(NULL, 16 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		   -1, 0) == MAP_FAILED && errno == ENOMEM, "mmap: errno %d", errno);
 	errno = 4242;
+	d_at = (uintptr_t)d; /* d is indeterminate after free */
 	free(d); /* cannot map its range back: drops the memory instead */
 	CHECK(errno == 4242, "free changed errno to %d", errno);
 	no_hole(region_of(b), GiB);
-	no_hole((uintptr_t)d, 2 * GiB);
+	no_hole(d_at, 2 * GiB);
 	raise_again();
 	r = malloc(128 * MiB);
 	CHECK(res_is_block(r), "no block once the limit is raised: %p", (void *)r);
 	hz_test_fill(r, 128 * MiB, 4);
 	CHECK(hz_test_check(r, 128 * MiB, 4) == 128 * MiB && hz_test_check(b, 32 * MiB, 2) == 32 * MiB,
 	      "contents");
+	b_region = region_of(b); /* b is indeterminate after free */
 	free(r);
 	free(b);
-	no_hole(region_of(b), GiB);
+	no_hole(b_region, GiB);
 	return 0;
 }
 
