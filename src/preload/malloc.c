@@ -85,7 +85,9 @@ HZ_PRIVATE_API void *hz_preload_calloc(size_t nmemb, size_t size)
 		return NULL;
 	}
 	if (is_large(total) && (p = large_alloc(total, 0, true))) {
-		/* A new block comes straight from the kernel: already zero. */
+		/* Zero however it came (hz_recycle_alloc with zero): fresh
+		 * from the kernel, or cached, its dirty part zeroed by the
+		 * pre-zero thread or by this call (recycle.c, zero_dirty). */
 		hz_stats_add(callocs, 1);
 		hz_stats_add(calloc_bytes, total);
 		return p;
