@@ -293,7 +293,7 @@ size_t hz_blocks_unit(enum hz_backing b)
 
 int hz_blocks_alloc(size_t size, size_t align, void **out)
 {
-	enum hz_backing want = hz_backing_first(size);
+	enum hz_backing want = hz_backing_first();
 	size_t unit = hz_blocks_unit(want);
 	struct hz_block_region *r;
 	size_t len, first;
