@@ -96,11 +96,11 @@ HZ_PRIVATE_API int hz_preload_malloc_info(int (*real)(int, FILE *), int options,
  * nothing that could want one (no malloc, no stdio, no lock): they go to
  * a mapping of our own, grown with mremap. Another thread that picks up
  * the stream meanwhile waits for the stream's lock, then has its text
- * passed on to the real stderr, whose lock it only tries: when the thread
- * in malloc_stats holds it (and may be waiting for the stream), the text
- * goes to stderr's descriptor directly (in order when stderr is
- * unbuffered, as it starts). The stream stays open for good: some thread
- * may hold the pointer. */
+ * passed on to the real stderr, whose lock it only tries: when another
+ * thread holds it (the next caller of malloc_stats may, waiting for the
+ * stream), the text goes to stderr's descriptor directly (in order when
+ * stderr is unbuffered, as it starts). The stream stays open for good:
+ * some thread may hold the pointer. */
 struct captured {
 	char *text;
 	size_t len, size;
