@@ -82,9 +82,8 @@ int hz_backing_thp_usable(void)
  * at fault time (Kubernetes sets hugetlb.<size>.max = 0 for every pod
  * that requests no huge pages). So hugetlb is used only when asked for
  * (HUGEZERO_BACKING=hugetlb2m or hugetlb1g); README, "Containers". */
-enum hz_backing hz_backing_first(size_t len)
+enum hz_backing hz_backing_first(void)
 {
-	(void)len;
 	switch (hz_config()->backing) {
 	case HZ_BACKING_OPT_NONE:
 		return HZ_BACKING_SMALL;

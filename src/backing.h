@@ -17,10 +17,11 @@ enum hz_backing {
 /* Page size of a backing. */
 size_t hz_backing_page(enum hz_backing b);
 
-/* The largest page size worth trying for a block of len bytes, given the
- * option and the free hugetlb pages. The caller aligns and rounds the block
- * to hz_backing_page() of the result. */
-enum hz_backing hz_backing_first(size_t len);
+/* The backing HUGEZERO_BACKING asks for, the first hz_backing_map tries
+ * (it falls back from there when the hugetlb pool or cgroup is short, or
+ * THP is unusable). The same for every size: the caller aligns and rounds
+ * the block to hz_backing_page() of the result. */
+enum hz_backing hz_backing_first(void);
 
 /* 1 when MADV_HUGEPAGE memory gets THP in this process now: THP is not
  * "never" in sysfs and the process has not disabled it with

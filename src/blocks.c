@@ -131,17 +131,29 @@ size_t hz_blocks_held(void)
 /* Blocks live now: one each from hand-out to free, whatever realloc does
  * to its size meanwhile (a block moved by realloc is still one). Relaxed:
  * a statistic (mallinfo), never a decision. */
-static size_t live_blocks;
+static size_t live_blocks, peak_blocks;
 
 static void count_blocks(int delta)
 {
-	__atomic_add_fetch(&live_blocks, (size_t)delta, __ATOMIC_RELAXED);
+	size_t live = __atomic_add_fetch(&live_blocks, (size_t)delta, __ATOMIC_RELAXED);
+	size_t peak = __atomic_load_n(&peak_blocks, __ATOMIC_RELAXED);
+
+	while (delta > 0 && live > peak &&
+	       !__atomic_compare_exchange_n(&peak_blocks, &peak, live, true, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED))
+		;
 }
 
 void hz_blocks_live_totals(size_t *blocks, size_t *bytes)
 {
 	*blocks = __atomic_load_n(&live_blocks, __ATOMIC_RELAXED);
 	*bytes = (size_t)__atomic_load_n(&hz_stats.live_bytes, __ATOMIC_RELAXED);
+}
+
+void hz_blocks_peak_totals(size_t *blocks, size_t *bytes)
+{
+	*blocks = __atomic_load_n(&peak_blocks, __ATOMIC_RELAXED);
+	*bytes = (size_t)__atomic_load_n(&hz_stats.peak_bytes, __ATOMIC_RELAXED);
 }
 
 /* Map a new region (grow_lock held) and claim n granules in it. */
@@ -281,7 +293,7 @@ size_t hz_blocks_unit(enum hz_backing b)
 
 int hz_blocks_alloc(size_t size, size_t align, void **out)
 {
-	enum hz_backing want = hz_backing_first(size);
+	enum hz_backing want = hz_backing_first();
 	size_t unit = hz_blocks_unit(want);
 	struct hz_block_region *r;
 	size_t len, first;

@@ -57,6 +57,10 @@ size_t hz_blocks_held(void);
  * figure read atomically, the two not at one instant. */
 void hz_blocks_live_totals(size_t *blocks, size_t *bytes);
 
+/* The most blocks live at once since the process started, and the most
+ * bytes (each its own high-water mark, maybe not at one instant). */
+void hz_blocks_peak_totals(size_t *blocks, size_t *bytes);
+
 static inline bool hz_blocks_owns(const void *p)
 {
 	uintptr_t g = (uintptr_t)p >> HZ_REGION_SHIFT;

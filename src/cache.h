@@ -1,9 +1,14 @@
 /* The cache of freed large blocks: its policy, the one budget every cache
  * of freed memory shares, and the table of spans.
  *
- * The table is pure and single-threaded: its functions make no system
- * call, take no lock and call no other module (but for the stats'
- * atomic counters). The caller excludes every
+ * The table is single-threaded and makes no system call and takes no
+ * lock. Outside its own file (cache.c) it calls only what is as plain:
+ * the inline helpers of range.h and sizes.h, backing's page size of a
+ * backing (hz_backing_page, a table lookup), blocks.h's
+ * hz_blocks_same_region (atomic loads of the region map, so that no merge
+ * crosses two regions), the stats' atomic counters and the shared budget's
+ * (below), and the probes' hold function its owner installed
+ * (hz_cache_hold_probes: the pre-zero thread's). The caller excludes every
  * other user (prezero.h's guard) and releases, once it has let the table
  * go, the spans a function hands back in a batch. So the table is
  * unit-tested without a thread (tests/test_cache.c). */

@@ -29,7 +29,7 @@ struct hz_regions_totals hz_regions_totals;
  * their own, aligned, with huge-page memory mapped over it. */
 static int map_memory(size_t *len, size_t align, uintptr_t *start, enum hz_backing *got)
 {
-	enum hz_backing want = hz_backing_first(*len);
+	enum hz_backing want = hz_backing_first();
 	size_t unit = hz_backing_page(want) > HZ_SZ_2M ? hz_backing_page(want) : HZ_SZ_2M;
 	void *mem;
 	int ret;

@@ -1,11 +1,12 @@
-/* The shim's malloc_trim, mallinfo2, mallinfo and mallopt: see
- * introspect.c. Exported for the shim only, like preload.h's hz_preload_*
- * functions: not a public API. */
+/* The shim's malloc_trim, mallinfo2, mallinfo, malloc_stats, malloc_info
+ * and mallopt: see introspect.c and introspect_text.c. Exported for the
+ * shim only, like preload.h's hz_preload_* functions: not a public API. */
 #ifndef HZ_PRELOAD_INTROSPECT_H
 #define HZ_PRELOAD_INTROSPECT_H
 
 #include <malloc.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "preload.h"
 
@@ -19,6 +20,14 @@ HZ_PRIVATE_API int hz_preload_malloc_trim(int (*real)(size_t), size_t pad);
  * answered (see introspect.c for which fields). */
 HZ_PRIVATE_API void hz_preload_mallinfo2(struct mallinfo2 *m);
 HZ_PRIVATE_API void hz_preload_mallinfo(struct mallinfo *m);
+
+/* malloc_stats and malloc_info (introspect_text.c): real's text, written
+ * where it would have gone, with the live blocks counted as glibc counts
+ * its mmapped chunks. real is the next library's function, NULL when it
+ * has none (then malloc_stats writes nothing, malloc_info returns ENOSYS).
+ * Keep errno; malloc_info returns what real returned. */
+HZ_PRIVATE_API void hz_preload_malloc_stats(void (*real)(void));
+HZ_PRIVATE_API int hz_preload_malloc_info(int (*real)(int, FILE *), int options, FILE *fp);
 
 /* After the next allocator's mallopt(param, value) answered ret: what
  * hugezero's blocks follow of it (M_PERTURB). */

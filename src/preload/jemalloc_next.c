@@ -41,7 +41,6 @@
 
 #include "../config.h"
 #include "../log.h"
-#include "../range.h"
 #include "../stats.h"
 
 #ifdef HZ_HAVE_JEMALLOC
@@ -59,10 +58,6 @@ _Static_assert(JE_ZERO == MALLOCX_ZERO && JE_TCACHE_NONE == MALLOCX_TCACHE_NONE 
 		       JE_ARENA(7) == MALLOCX_ARENA(7) && JE_LG_ALIGN(21) == MALLOCX_LG_ALIGN(21),
 	       "jemalloc's mallocx flags");
 #endif
-
-/* 4 KiB: valloc/pvalloc's page, as in malloc.c. */
-#define PAGE_LG 12
-#define PAGE ((size_t)1 << PAGE_LG)
 
 typedef void *(*mallocx_fn)(size_t, int);
 typedef void *(*rallocx_fn)(void *, size_t, int);
@@ -177,54 +172,14 @@ static void *routed_realloc(void *p, size_t size)
 	return je.next_realloc(p, size);
 }
 
-/* Aligned large requests, for a power-of-two alignment (others go to
- * jemalloc, which decides what they mean). */
-static void *aligned_large(size_t align, size_t size)
+/* A large aligned request (align a power of two): malloc.c routes the
+ * aligned family here, and what this leaves to jemalloc's own entry points
+ * (jemalloc has no pvalloc: the C library's, as without hugezero). */
+static void *arena_aligned(size_t align, size_t size)
 {
-	if (!is_large(size) || !hz_is_pow2(align))
+	if (!is_large(size))
 		return NULL;
 	return arena_alloc(size, JE_LG_ALIGN(__builtin_ctzll(align)));
-}
-
-static int routed_posix_memalign(void **out, size_t align, size_t size)
-{
-	void *p = align % sizeof(void *) == 0 ? aligned_large(align, size) : NULL;
-
-	if (p) {
-		*out = p;
-		return 0;
-	}
-	return je.next_posix_memalign(out, align, size);
-}
-
-static void *routed_aligned_alloc(size_t align, size_t size)
-{
-	void *p = aligned_large(align, size);
-
-	return p ? p : je.next_aligned_alloc(align, size);
-}
-
-static void *routed_memalign(size_t align, size_t size)
-{
-	void *p = aligned_large(align, size);
-
-	return p ? p : je.next_memalign(align, size);
-}
-
-static void *routed_valloc(size_t size)
-{
-	void *p = aligned_large(PAGE, size);
-
-	return p ? p : je.next_valloc(size);
-}
-
-/* jemalloc has no pvalloc: small ones go where they went before (the C
- * library's, as without hugezero); large ones are whole pages of ours. */
-static void *routed_pvalloc(size_t size)
-{
-	void *p = size <= SIZE_MAX - PAGE ? aligned_large(PAGE, hz_align_up(size, PAGE)) : NULL;
-
-	return p ? p : je.next_pvalloc(size);
 }
 
 /* Whether the object that defines fn also defines mallocx and rallocx. */
@@ -262,10 +217,6 @@ int hz_jemalloc_next_start(struct hz_next *next)
 	next->next_malloc = routed_malloc;
 	next->next_calloc = routed_calloc;
 	next->next_realloc = routed_realloc;
-	next->next_posix_memalign = routed_posix_memalign;
-	next->next_aligned_alloc = routed_aligned_alloc;
-	next->next_memalign = routed_memalign;
-	next->next_valloc = routed_valloc;
-	next->next_pvalloc = routed_pvalloc;
+	hz_preload_route_aligned(arena_aligned);
 	return 1;
 }

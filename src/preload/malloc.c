@@ -85,7 +85,9 @@ HZ_PRIVATE_API void *hz_preload_calloc(size_t nmemb, size_t size)
 		return NULL;
 	}
 	if (is_large(total) && (p = large_alloc(total, 0, true))) {
-		/* A new block comes straight from the kernel: already zero. */
+		/* Zero however it came (hz_recycle_alloc with zero): fresh
+		 * from the kernel, or cached, its dirty part zeroed by the
+		 * pre-zero thread or by this call (recycle.c, zero_dirty). */
 		hz_stats_add(callocs, 1);
 		hz_stats_add(calloc_bytes, total);
 		return p;
@@ -148,33 +150,47 @@ HZ_PRIVATE_API void *hz_preload_realloc(void *p, size_t size)
 	return hz_next.next_realloc(p, size);
 }
 
-static int bad_alignment(size_t align)
+/* ---- the aligned family ----
+ * The one place that routes posix_memalign, aligned_alloc, memalign,
+ * valloc and pvalloc, whoever serves large requests: a large one with a
+ * power-of-two alignment goes to large_aligned (hugezero's blocks, or the
+ * jemalloc arena with our hooks, jemalloc_next.c); the rest, and what
+ * large_aligned cannot serve, to the next allocator's own entry point,
+ * which decides what odd alignments mean (glibc rounds memalign's up to a
+ * power of two) and sets errno as it would without hugezero. */
+static void *blocks_aligned(size_t align, size_t size)
 {
-	return !hz_is_pow2(align) || align % sizeof(void *) != 0;
+	if (is_large(size) && align <= HZ_ALIGN_MAX)
+		return large_alloc(size, align, false);
+	return NULL;
+}
+
+static void *(*large_aligned)(size_t align, size_t size) = blocks_aligned;
+
+void hz_preload_route_aligned(void *(*large)(size_t align, size_t size))
+{
+	__atomic_store_n(&large_aligned, large, __ATOMIC_RELEASE);
+}
+
+static void *aligned_large(size_t align, size_t size)
+{
+	if (!hz_is_pow2(align))
+		return NULL;
+	return __atomic_load_n(&large_aligned, __ATOMIC_ACQUIRE)(align, size);
 }
 
 HZ_PRIVATE_API int hz_preload_posix_memalign(void **out, size_t align, size_t size)
 {
 	void *p;
 
-	if (bad_alignment(align))
+	if (!hz_is_pow2(align) || align % sizeof(void *) != 0)
 		return EINVAL;
-	if (is_large(size) && align <= HZ_ALIGN_MAX &&
-	    (p = large_alloc(size, align, false))) {
+	p = aligned_large(align, size);
+	if (p) {
 		*out = p;
 		return 0;
 	}
 	return hz_next.next_posix_memalign(out, align, size);
-}
-
-/* memalign and aligned_alloc: glibc accepts any alignment and rounds it up
- * to a power of two; that rounding is left to it for the odd cases. */
-static void *aligned_large(size_t align, size_t size)
-{
-	if (is_large(size) && hz_is_pow2(align) &&
-	    align <= HZ_ALIGN_MAX)
-		return large_alloc(size, align, false);
-	return NULL;
 }
 
 HZ_PRIVATE_API void *hz_preload_aligned_alloc(size_t align, size_t size)
@@ -203,12 +219,10 @@ HZ_PRIVATE_API void *hz_preload_pvalloc(size_t size)
 	void *p;
 
 	/* pvalloc rounds the size up to whole pages; blocks are whole
-	 * granules already. */
-	if (size > SIZE_MAX - HZ_SZ_4K) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	p = aligned_large(HZ_SZ_4K, hz_align_up(size, HZ_SZ_4K));
+	 * granules already. A size that cannot be rounded is the next
+	 * allocator's to refuse (glibc: ENOMEM). */
+	p = size <= SIZE_MAX - HZ_SZ_4K ? aligned_large(HZ_SZ_4K, hz_align_up(size, HZ_SZ_4K))
+					: NULL;
 	return p ? p : hz_next.next_pvalloc(size);
 }
 

@@ -47,4 +47,11 @@ size_t hz_boot_size(const void *p);
 /* Fill what the resolver left NULL with safe substitutes. */
 void hz_next_complete(struct hz_next *next);
 
+/* Start-up: large aligned requests (posix_memalign, aligned_alloc,
+ * memalign, valloc, pvalloc; a power-of-two alignment) go to large, which
+ * returns NULL for what it does not serve (too small, or it could not):
+ * the next allocator then gets the call. Without it, hugezero's blocks
+ * serve them (malloc.c, which routes the family in one place). */
+void hz_preload_route_aligned(void *(*large)(size_t align, size_t size));
+
 #endif /* HZ_PRELOAD_H */

@@ -583,6 +583,18 @@ EXPORT struct mallinfo mallinfo(void)
 	return m;
 }
 
+EXPORT void malloc_stats(void)
+{
+	ready();
+	hz_preload_malloc_stats(NEXT(void (*)(void), "malloc_stats"));
+}
+
+EXPORT int malloc_info(int options, FILE *fp)
+{
+	ready();
+	return hz_preload_malloc_info(NEXT(int (*)(int, FILE *), "malloc_info"), options, fp);
+}
+
 /* Start-up first: it reads MALLOC_PERTURB_, which a later mallopt
  * overrides, as in glibc. */
 EXPORT int mallopt(int param, int value)

@@ -92,6 +92,21 @@ static void *large_entry_points_are_jemallocs_and_hooked(void *arg)
 	assert_true(sallocx(a, 0) >= 3 * MiB);
 	assert_true(all_bytes(p, 5 * MiB, 0x11));
 	sdallocx(a, 3 * MiB, 0);
+	/* The rest of the aligned family, routed with posix_memalign
+	 * (malloc.c): each pointer hooked, aligned and freed by jemalloc. */
+	for (int i = 0; i < 4; i++) {
+		size_t size = i == 0 ? 4 * MiB : 3 * MiB + 1;
+
+		a = i == 0 ? aligned_alloc(4 * MiB, size)
+		    : i == 1 ? memalign(4 * MiB, size)
+		    : i == 2 ? valloc(size)
+			     : pvalloc(size);
+		assert_non_null(a);
+		assert_int_equal((uintptr_t)a % (i < 2 ? 4 * MiB : 4 * KiB), 0);
+		assert_true(hooked(a));
+		assert_true(sallocx(a, 0) >= size);
+		free(a);
+	}
 	dallocx(q, 0);
 	free(p);
 	/* Small requests stay on jemalloc's own arenas. */
