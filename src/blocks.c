@@ -64,10 +64,12 @@ static void take(struct hz_block_region *r, size_t first, size_t n)
 }
 
 /* First fit of n granules starting on a multiple of align granules (regions
- * start on a 1 GiB boundary, so index alignment is address alignment). */
-static int claim_in(struct hz_block_region *r, size_t n, size_t align, size_t *first)
+ * start on a 1 GiB boundary, so index alignment is address alignment) in
+ * [from, count). */
+static int claim_from(struct hz_block_region *r, size_t from, size_t n, size_t align,
+		      size_t *first)
 {
-	size_t i = 0, count = r->granules;
+	size_t i = from, count = r->granules;
 
 	while (true) {
 		size_t hit;
@@ -83,6 +85,15 @@ static int claim_in(struct hz_block_region *r, size_t n, size_t align, size_t *f
 		}
 		i = hit + 1;
 	}
+}
+
+/* First fit from the region's origin (blocks_region.c: where the kernel's
+ * address randomisation puts it), then from its start. */
+static int claim_in(struct hz_block_region *r, size_t n, size_t align, size_t *first)
+{
+	if (claim_from(r, r->origin, n, align, first) == 0)
+		return 0;
+	return r->origin == 0 ? -ENOMEM : claim_from(r, 0, n, align, first);
 }
 
 static int claim_any(size_t n, size_t align, struct hz_block_region **r, size_t *first)
@@ -162,6 +173,10 @@ static int grow(size_t n, size_t align, struct hz_block_region **out, size_t *fi
 	ret = hz_region_map(size, near, &fresh);
 	if (ret != 0)
 		return ret;
+	/* The block the region is made for starts at its origin, or as
+	 * close to it as the block fits. */
+	if (fresh.origin > fresh.granules - n)
+		fresh.origin %= fresh.granules - n + 1;
 	hz_lock(&lock);
 	hz_block_regions[slot] = fresh;
 	hz_region_publish(&fresh, (uint8_t)(slot + 1));

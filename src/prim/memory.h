@@ -42,6 +42,12 @@ int hz_prim_map_aligned(size_t len, size_t align, uintptr_t congruent, int prot,
  * trim leaves its piece reserved (HZ_TRIM_BEST_EFFORT). */
 int hz_prim_reserve(size_t len, size_t align, void **out);
 
+/* hz_prim_reserve, and where the kernel placed the len + align bytes it
+ * over-mapped (*picked, set on success): an address with the kernel's
+ * mmap randomisation in every bit above the page, which the aligned
+ * result has lost below align. */
+int hz_prim_reserve_picked(size_t len, size_t align, void **out, uintptr_t *picked);
+
 /* What backs committed memory. */
 enum hz_prim_pages {
 	HZ_PAGES_HUGETLB_1G, /* hugetlb pool pages, never MAP_NORESERVE: an */
