@@ -99,6 +99,14 @@ int hz_prim_decommit(uintptr_t start, size_t len)
 			    -1, 0, &addr);
 }
 
+int hz_prim_refresh(uintptr_t start, size_t len)
+{
+	void *addr;
+
+	return hz_prim_mmap((void *)start, len, PROT_READ | PROT_WRITE, ANON | MAP_FIXED, -1, 0,
+			    &addr);
+}
+
 int hz_prim_reset_reservation(uintptr_t start, size_t len)
 {
 	int ret;

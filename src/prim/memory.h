@@ -87,6 +87,15 @@ int hz_prim_commit_populated(uintptr_t start, size_t len, enum hz_prim_pages pag
  * kernel, the address space stays ours. */
 int hz_prim_decommit(uintptr_t start, size_t len);
 
+/* Replace committed memory [start, start + len) by fresh read-write
+ * zero-fill memory without advice (MAP_FIXED over our own mapping): its
+ * pages go back to the kernel as with hz_prim_decommit, but the range
+ * stays read-write, so the kernel merges it with read-write neighbours of
+ * the same kind where a PROT_NONE range would sit between them as a
+ * mapping of its own. It counts in VmData and, without overcommit, in the
+ * commit charge. */
+int hz_prim_refresh(uintptr_t start, size_t len);
+
 /* Turn [start, start + len), whatever the program made of it, back into
  * plain reservation: a fresh PROT_NONE mapping (MAP_FIXED) replaces every
  * mapping there, and with them every property a mapping carries
