@@ -350,6 +350,11 @@ static bool kept_mapped; /* some free granule may be read-write */
 int hz_blocks_drop_memory(uintptr_t start, size_t len)
 {
 	if (hz_os()->overcommits && !hz_prim_data_limited() && hz_prim_refresh(start, len) == 0) {
+		/* Named as a fresh lazy block is (4 KiB pages, none resident
+		 * here), so that the kernel merges it with such blocks beside
+		 * it: a name of its own, or none next to named blocks, would
+		 * keep it apart as PROT_NONE did. */
+		hz_backing_name_mapping(start, len, HZ_BACKING_SMALL);
 		__atomic_store_n(&kept_mapped, true, __ATOMIC_RELAXED);
 		return 0;
 	}
