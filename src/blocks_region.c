@@ -114,10 +114,18 @@ static int place(size_t len, uintptr_t near, uintptr_t *out, uintptr_t *picked)
  * wrapping round to the region's start. A region placed right below the
  * lowest one (picked 0) starts at its start: its address follows from
  * that region's, as an mmap's from the one before it. */
+#ifdef HZ_TEST_CORE
+bool hz_region_origin_off;
+#endif
+
 static size_t origin_of(uintptr_t picked, size_t granules)
 {
 	size_t g = (size_t)(picked & (GIB - 1)) / HZ_GRANULE;
 
+#ifdef HZ_TEST_CORE
+	if (__atomic_load_n(&hz_region_origin_off, __ATOMIC_RELAXED))
+		return 0;
+#endif
 	return g % (GIB / HZ_GRANULE / 2) % (granules / 2 + 1);
 }
 
