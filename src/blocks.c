@@ -175,7 +175,12 @@ static int grow(size_t n, size_t align, struct hz_block_region **out, size_t *fi
 	if (ret != 0)
 		return ret;
 	/* The block the region is made for starts at its origin, or as
-	 * close to it as the block fits. */
+	 * close to it as the block fits. Under an RLIMIT_AS (cap read it)
+	 * no region may be spared: a region packed from its start keeps its
+	 * free granules in one run, which a block as large as the rest of it
+	 * needs, where a new region would not fit under the limit. */
+	if (hz_prim_address_space_limit() != UINT64_MAX)
+		fresh.origin = 0;
 	if (fresh.origin > fresh.granules - n)
 		fresh.origin %= fresh.granules - n + 1;
 	hz_lock(&lock);
