@@ -356,7 +356,7 @@ static void populate(uintptr_t start, size_t len, enum hz_backing b)
 		*(volatile char *)(start + off) = 0;
 }
 
-static void name_mapping(uintptr_t start, size_t len, enum hz_backing b)
+void hz_backing_name_mapping(uintptr_t start, size_t len, enum hz_backing b)
 {
 	static const char *const names[HZ_BACKING_COUNT] = {
 		[HZ_BACKING_THP] = "hugezero-thp",
@@ -400,7 +400,7 @@ int hz_backing_map(uintptr_t start, size_t len, enum hz_backing want,
 		}
 		hz_stats_add(blocks[*got], 1);
 		hz_stats_add(bytes[*got], len);
-		name_mapping(start, len, *got);
+		hz_backing_name_mapping(start, len, *got);
 		if (hz_config()->populate)
 			populate(start, len, *got);
 		return 0;

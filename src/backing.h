@@ -34,12 +34,17 @@ int hz_backing_thp_usable(void);
  * value with the reservation intact; -EEXIST when a failed mapping left a
  * hole that another mapping took part of (hz_prim_commit): the range is
  * not ours any more, and must never be mapped over. Memory goes back with
- * hz_prim_decommit. */
+ * hz_blocks_drop_memory (blocks.h). */
 int hz_backing_map(uintptr_t start, size_t len, enum hz_backing want,
 		   enum hz_backing *got);
 
 /* The backing's name in messages and the stats ("hugetlb1g", "thp", "4k"),
  * "?" if none. */
 const char *hz_backing_name(enum hz_backing b);
+
+/* Name [start, start + len) in /proc/PID/maps for memory of backing b
+ * ("hugezero-thp", "hugezero-4k"; hugetlb mappings cannot be named).
+ * Kernels without CONFIG_ANON_VMA_NAME keep mappings unnamed. */
+void hz_backing_name_mapping(uintptr_t start, size_t len, enum hz_backing b);
 
 #endif /* HZ_BACKING_H */

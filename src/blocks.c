@@ -22,6 +22,7 @@
 #include "log.h"
 #include "options.h"
 #include "prim/memory.h"
+#include "prim/os.h"
 #include "prim/prim.h"
 #include "range.h"
 #include "stats.h"
@@ -64,10 +65,12 @@ static void take(struct hz_block_region *r, size_t first, size_t n)
 }
 
 /* First fit of n granules starting on a multiple of align granules (regions
- * start on a 1 GiB boundary, so index alignment is address alignment). */
-static int claim_in(struct hz_block_region *r, size_t n, size_t align, size_t *first)
+ * start on a 1 GiB boundary, so index alignment is address alignment) in
+ * [from, count). */
+static int claim_from(struct hz_block_region *r, size_t from, size_t n, size_t align,
+		      size_t *first)
 {
-	size_t i = 0, count = r->granules;
+	size_t i = from, count = r->granules;
 
 	while (true) {
 		size_t hit;
@@ -83,6 +86,15 @@ static int claim_in(struct hz_block_region *r, size_t n, size_t align, size_t *f
 		}
 		i = hit + 1;
 	}
+}
+
+/* First fit from the region's origin (blocks_region.c: where the kernel's
+ * address randomisation puts it), then from its start. */
+static int claim_in(struct hz_block_region *r, size_t n, size_t align, size_t *first)
+{
+	if (claim_from(r, r->origin, n, align, first) == 0)
+		return 0;
+	return r->origin == 0 ? -ENOMEM : claim_from(r, 0, n, align, first);
 }
 
 static int claim_any(size_t n, size_t align, struct hz_block_region **r, size_t *first)
@@ -174,6 +186,15 @@ static int grow(size_t n, size_t align, struct hz_block_region **out, size_t *fi
 	ret = hz_region_map(size, near, &fresh);
 	if (ret != 0)
 		return ret;
+	/* The block the region is made for starts at its origin, or as
+	 * close to it as the block fits. Under an RLIMIT_AS (cap read it)
+	 * no region may be spared: a region packed from its start keeps its
+	 * free granules in one run, which a block as large as the rest of it
+	 * needs, where a new region would not fit under the limit. */
+	if (hz_prim_address_space_limit() != UINT64_MAX)
+		fresh.origin = 0;
+	if (fresh.origin > fresh.granules - n)
+		fresh.origin %= fresh.granules - n + 1;
 	hz_lock(&lock);
 	hz_block_regions[slot] = fresh;
 	hz_region_publish(&fresh, (uint8_t)(slot + 1));
@@ -326,6 +347,75 @@ int hz_blocks_alloc(size_t size, size_t align, void **out)
 	return 0;
 }
 
+/* ---- the memory of free granules ----
+ *
+ * Where freed blocks lie between live ones (a program that frees every
+ * other block), a PROT_NONE range between two read-write blocks is a
+ * mapping of its own: twice the mappings glibc leaves, whose munmap makes
+ * holes the live blocks' mappings sit between. So the memory of a freed
+ * block goes back with its range kept read-write (hz_prim_refresh), which
+ * the kernel merges with its read-write neighbours, as jemalloc keeps its
+ * retained memory mapped (opt.retain) for the same reason. Only where it
+ * costs nothing: the kernel overcommits (in mode 2 the range would hold
+ * commit charge) and RLIMIT_DATA is unlimited (read-write ranges count in
+ * VmData; a program that sets a limit has them made reservation again
+ * first, hz_blocks_reserve_free). A read or write of a freed block then
+ * finds zeros instead of a fault, as it finds the memory of a cached
+ * block. */
+static bool kept_mapped; /* some free granule may be read-write */
+
+int hz_blocks_drop_memory(uintptr_t start, size_t len)
+{
+	if (hz_os()->overcommits && !hz_prim_data_limited() && hz_prim_refresh(start, len) == 0) {
+		/* Named as a fresh lazy block is (4 KiB pages, none resident
+		 * here), so that the kernel merges it with such blocks beside
+		 * it: a name of its own, or none next to named blocks, would
+		 * keep it apart as PROT_NONE did. */
+		hz_backing_name_mapping(start, len, HZ_BACKING_SMALL);
+		__atomic_store_n(&kept_mapped, true, __ATOMIC_RELAXED);
+		return 0;
+	}
+	return hz_prim_decommit(start, len);
+}
+
+/* One run of free granules of r from granule *from on, claimed while its
+ * memory goes (so that no block is mapped there meanwhile) and made
+ * reservation; false when there is none. */
+static bool reserve_free_run(struct hz_block_region *r, size_t *from)
+{
+	size_t start, end;
+
+	hz_lock(&lock);
+	start = hz_bits_find(r->used, *from, r->granules, false);
+	end = hz_bits_find(r->used, start, r->granules, true);
+	if (start < end)
+		take(r, start, end - start);
+	hz_unlock(&lock);
+	if (start >= end)
+		return false;
+	/* Refused (vm.max_map_count): the range stays as it was. */
+	hz_prim_reset_reservation(hz_region_addr(r, start), (end - start) * HZ_GRANULE);
+	hz_blocks_unclaim(r, start, end - start);
+	*from = end;
+	return true;
+}
+
+void hz_blocks_reserve_free(void)
+{
+	if (!__atomic_exchange_n(&kept_mapped, false, __ATOMIC_RELAXED))
+		return;
+	hz_lock(&grow_lock); /* no region comes or goes meanwhile */
+	for (size_t k = 0; k < HZ_REGIONS_MAX; k++) {
+		size_t from = 0;
+
+		if (hz_range_empty(hz_block_regions[k].range))
+			continue;
+		while (reserve_free_run(&hz_block_regions[k], &from))
+			;
+	}
+	hz_unlock(&grow_lock);
+}
+
 /* Give [start, start + len) back to its region and its granules back to
  * the bitmap; a foreign range is reset (hz_prim_reset_reservation). If the
  * kernel refuses (vm.max_map_count reached; memory the program sealed),
@@ -347,7 +437,7 @@ void hz_blocks_release_range(uintptr_t start, size_t len)
 		hz_debug("%zu MiB at %p have a hole: left unused", len >> 20, (void *)start);
 		return;
 	}
-	ret = foreign ? hz_prim_reset_reservation(start, len) : hz_prim_decommit(start, len);
+	ret = foreign ? hz_prim_reset_reservation(start, len) : hz_blocks_drop_memory(start, len);
 	if (ret != 0) {
 		hz_prim_madvise((void *)start, len, MADV_DONTNEED);
 		hz_debug("could not return %zu bytes at %p to the reservation; "

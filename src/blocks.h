@@ -122,6 +122,17 @@ void hz_blocks_retire(void *p, struct hz_span *span);
  * regions, not claimed, or a block already live. */
 void hz_blocks_revive(const struct hz_span *span);
 
+/* Give the memory of [start, start + len) (committed, ours, not foreign)
+ * back to the kernel, the range kept in its region: read-write without
+ * pages where that costs nothing (blocks.c says when), else PROT_NONE
+ * reservation. 0 or a negative errno value (the range then as it was). */
+int hz_blocks_drop_memory(uintptr_t start, size_t len);
+
+/* Make every free granule PROT_NONE reservation again (hz_blocks_drop_memory
+ * may have left them read-write): before RLIMIT_DATA gets a limit, which
+ * counts read-write memory. */
+void hz_blocks_reserve_free(void);
+
 /* Give a span's memory back; its address space stays in its region. A
  * foreign span (below) is reset first: hz_prim_reset_reservation. */
 void hz_blocks_release_span(const struct hz_span *span);

@@ -49,7 +49,7 @@ static int reserve_at(uintptr_t at, size_t len)
 
 /* Where the kernel would put len bytes, rounded down and then up to 1 GiB:
  * one of them is usually free. */
-static int reserve_near_kernel_pick(size_t len, uintptr_t *out)
+static int reserve_near_kernel_pick(size_t len, uintptr_t *out, uintptr_t *picked)
 {
 	uintptr_t a;
 	void *p;
@@ -58,6 +58,7 @@ static int reserve_near_kernel_pick(size_t len, uintptr_t *out)
 	if (ret != 0)
 		return ret;
 	a = (uintptr_t)p;
+	*picked = a;
 	if (a % GIB == 0 && a + len <= TOP) {
 		*out = a;
 		return 0;
@@ -78,17 +79,19 @@ static int reserve_near_kernel_pick(size_t len, uintptr_t *out)
 
 /* Right below the lowest region first (the kernel fills the mmap area top
  * down, and regions side by side keep hz_reservation tight), then the
- * over-map and trim, then the kernel's pick rounded to 1 GiB. */
-static int place(size_t len, uintptr_t near, uintptr_t *out)
+ * over-map and trim, then the kernel's pick rounded to 1 GiB. *picked is
+ * the address the kernel chose, or 0 right below the lowest region. */
+static int place(size_t len, uintptr_t near, uintptr_t *out, uintptr_t *picked)
 {
 	void *p;
 	int ret;
 
+	*picked = 0;
 	if (near > len && reserve_at(near - len, len) == 0) {
 		*out = near - len;
 		return 0;
 	}
-	ret = hz_prim_reserve(len, GIB, &p);
+	ret = hz_prim_reserve_picked(len, GIB, &p, picked);
 	if (ret == 0) {
 		if ((uintptr_t)p <= TOP && len <= TOP - (uintptr_t)p) {
 			*out = (uintptr_t)p;
@@ -97,14 +100,40 @@ static int place(size_t len, uintptr_t near, uintptr_t *out)
 		hz_prim_munmap(p, len);
 		return -ENOMEM;
 	}
-	return reserve_near_kernel_pick(len, out);
+	return reserve_near_kernel_pick(len, out, picked);
+}
+
+/* The granule claims in a region start from (blocks.c, claim_in): the
+ * granule of its GiB the kernel's pick lies in, in the region's lower
+ * half. Alignment to 1 GiB took the kernel's mmap randomisation off the
+ * low 30 bits of the region's address; this puts 8 of them back into the
+ * first block's, at the 2 MiB granularity that keeps huge pages aligned
+ * (the 9 below 2 MiB a block cannot have). The lower half (bit 29 lost)
+ * leaves 512 MiB or more after the first block, so the blocks that follow
+ * lie right after it, as glibc's mmaps lie next to each other, instead of
+ * wrapping round to the region's start. A region placed right below the
+ * lowest one (picked 0) starts at its start: its address follows from
+ * that region's, as an mmap's from the one before it. */
+#ifdef HZ_TEST_CORE
+bool hz_region_origin_off;
+#endif
+
+static size_t origin_of(uintptr_t picked, size_t granules)
+{
+	size_t g = (size_t)(picked & (GIB - 1)) / HZ_GRANULE;
+
+#ifdef HZ_TEST_CORE
+	if (__atomic_load_n(&hz_region_origin_off, __ATOMIC_RELAXED))
+		return 0;
+#endif
+	return g % (GIB / HZ_GRANULE / 2) % (granules / 2 + 1);
 }
 
 int hz_region_map(size_t len, uintptr_t near, struct hz_block_region *r)
 {
 	size_t granules = len / HZ_GRANULE;
 	size_t bytes = hz_block_region_table_bytes(granules);
-	uintptr_t start;
+	uintptr_t start, picked;
 	void *tables;
 	int ret;
 
@@ -113,7 +142,7 @@ int hz_region_map(size_t len, uintptr_t near, struct hz_block_region *r)
 			   &tables);
 	if (ret != 0)
 		return ret;
-	ret = place(len, near, &start);
+	ret = place(len, near, &start, &picked);
 	if (ret != 0) {
 		hz_prim_munmap(tables, bytes);
 		return ret;
@@ -123,6 +152,7 @@ int hz_region_map(size_t len, uintptr_t near, struct hz_block_region *r)
 	r->meta = tables;
 	r->used = (uint64_t *)((char *)tables + hz_block_region_meta_bytes(granules));
 	r->granules = granules;
+	r->origin = origin_of(picked, granules);
 	hz_info("reserved %zu GiB of address space at %p for large blocks", len >> 30,
 		(void *)start);
 	return 0;

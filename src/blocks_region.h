@@ -4,6 +4,7 @@
 #ifndef HZ_BLOCKS_REGION_H
 #define HZ_BLOCKS_REGION_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,5 +39,12 @@ int hz_region_free_slot(size_t *slot, uintptr_t *near);
 /* The size of the next region for a block of need bytes when held bytes
  * are held; 0 when cap (hz_blocks_reservation_size) leaves no room. */
 size_t hz_region_next_size(size_t need, size_t held, size_t cap);
+
+#ifdef HZ_TEST_CORE
+/* Tests that lay blocks out by address (two regions side by side, a block
+ * at a region's start) set this: every new region's claims then start at
+ * its start, as before address randomisation. */
+extern bool hz_region_origin_off;
+#endif
 
 #endif /* HZ_BLOCKS_REGION_H */

@@ -157,7 +157,7 @@ int hz_blocks_resize(void *p, size_t size, void **out)
 	new_g = len / HZ_GRANULE;
 	if (new_g < old_g) {
 		/* Shrink: only the tail's memory goes back. */
-		if (hz_prim_decommit(start + len, (old_g - new_g) * HZ_GRANULE) == 0) {
+		if (hz_blocks_drop_memory(start + len, (old_g - new_g) * HZ_GRANULE) == 0) {
 			hz_blocks_unclaim(r, at.first + new_g, old_g - new_g);
 			m->granules = (uint32_t)new_g;
 			hz_blocks_count_live(-(int64_t)((old_g - new_g) * HZ_GRANULE));

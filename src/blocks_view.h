@@ -26,6 +26,7 @@ struct hz_block_region {
 	struct block_meta *meta; /* one entry per granule */
 	uint64_t *used;          /* one bit per granule: 1 = claimed */
 	size_t granules;
+	size_t origin; /* where claims start looking (blocks_region.c, origin_of) */
 };
 
 /* Bytes of the out-of-band tables (one mapping) of a region of granules

@@ -498,7 +498,7 @@ static void release_memory(struct job *j)
 {
 	size_t len = hz_span_bytes(&j->span);
 
-	if (hz_prim_decommit(j->span.range.start, len) != 0)
+	if (hz_blocks_drop_memory(j->span.range.start, len) != 0)
 		hz_prim_madvise((void *)j->span.range.start, len, MADV_DONTNEED);
 	hz_pz_job_done(j, &j->span, len, true);
 }

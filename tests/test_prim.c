@@ -195,6 +195,55 @@ static void commit_then_decommit_keeps_the_address_space(void **state)
 	assert_int_equal(munmap(p, 4 * MiB), 0);
 }
 
+/* Lines of /proc/self/maps that overlap [p, p + len): -1 without /proc. */
+static int mappings_over(const void *p, size_t len)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	uintptr_t a = (uintptr_t)p;
+	unsigned long lo, hi;
+	char line[512];
+	int n = 0;
+
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo < a + len && hi > a)
+			n++;
+	fclose(f);
+	return n;
+}
+
+/* Refresh gives the pages of committed memory back and leaves the range
+ * read-write and zero, merged with the read-write memory beside it into
+ * one mapping, where decommit's PROT_NONE leaves three. */
+static void refresh_drops_the_pages_and_merges_with_its_neighbours(void **state)
+{
+	unsigned char vec[512];
+	bool advised;
+	char *p;
+
+	(void)state;
+	need_mincore_on_reservations();
+	assert_int_equal(hz_prim_reserve(6 * MiB, 2 * MiB, (void **)&p), 0);
+	assert_int_equal(hz_prim_commit((uintptr_t)p, 6 * MiB, HZ_PAGES_DEFAULT, &advised), 0);
+	memset(p, 1, 6 * MiB);
+	assert_int_equal(hz_prim_refresh((uintptr_t)p + 2 * MiB, 2 * MiB), 0);
+	assert_int_equal(mincore(p + 2 * MiB, 2 * MiB, vec), 0);
+	for (size_t i = 0; i < 512; i++)
+		assert_int_equal(vec[i] & 1, 0);
+	assert_true(p[2 * MiB] == 0 && p[4 * MiB - 1] == 0 && p[2 * MiB - 1] == 1 &&
+		    p[4 * MiB] == 1);
+	p[3 * MiB] = 2;
+	if (mappings_over(p, 6 * MiB) < 0) {
+		print_message("skipped: no /proc/self/maps to count the mappings in\n");
+		skip();
+	}
+	assert_int_equal(mappings_over(p, 6 * MiB), 1);
+	assert_int_equal(hz_prim_decommit((uintptr_t)p + 2 * MiB, 2 * MiB), 0);
+	assert_int_equal(mappings_over(p, 6 * MiB), 3);
+	assert_int_equal(munmap(p, 6 * MiB), 0);
+}
+
 /* A hole in a reservation is reserved again, around a page another thread
  * mapped into it meanwhile, which survives. */
 static void reserve_hole_spares_a_mapping_made_in_the_hole(void **state)
@@ -471,6 +520,7 @@ int main(void)
 		cmocka_unit_test(failing_memory_operations_keep_errno),
 		cmocka_unit_test(map_aligned_gives_the_congruent_address),
 		cmocka_unit_test(commit_then_decommit_keeps_the_address_space),
+		cmocka_unit_test(refresh_drops_the_pages_and_merges_with_its_neighbours),
 		cmocka_unit_test(reserve_hole_spares_a_mapping_made_in_the_hole),
 		cmocka_unit_test(failed_hugetlb_commit_refills_the_hole),
 		cmocka_unit_test(failed_populated_hugetlb_commit_keeps_the_reservation),

@@ -45,8 +45,9 @@ static void shrink_for(uint64_t limit)
 }
 
 /* RLIMIT_DATA counts what is mapped private and writable, cached blocks
- * included, which glibc would have unmapped: they go before the limit
- * changes. Blocks are then mapped only within it (backing.c). */
+ * and the read-write ranges of freed ones (blocks.c) included, which glibc
+ * would have unmapped: they go before the limit changes. Blocks are then
+ * mapped only within it (backing.c). */
 HZ_PRIVATE_API void hz_preload_setrlimit(int resource, const struct rlimit *rl)
 {
 	int saved = errno;
@@ -54,9 +55,11 @@ HZ_PRIVATE_API void hz_preload_setrlimit(int resource, const struct rlimit *rl)
 	if ((resource != RLIMIT_AS && resource != RLIMIT_DATA) || rl == NULL ||
 	    rl->rlim_cur == RLIM_INFINITY || !__atomic_load_n(&hz_preload_active, __ATOMIC_ACQUIRE))
 		return;
-	if (resource == RLIMIT_AS)
+	if (resource == RLIMIT_AS) {
 		shrink_for((uint64_t)rl->rlim_cur);
-	else
+	} else {
 		hz_recycle_drop();
+		hz_blocks_reserve_free();
+	}
 	errno = saved;
 }

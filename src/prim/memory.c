@@ -35,8 +35,9 @@ static int trim(uintptr_t from, uintptr_t to)
 	return from < to ? hz_prim_munmap((void *)from, to - from) : 0;
 }
 
-int hz_prim_map_aligned(size_t len, size_t align, uintptr_t congruent, int prot,
-			int flags, enum hz_trim how, void **out)
+/* hz_prim_map_aligned, also telling where the kernel put the over-map. */
+static int map_aligned(size_t len, size_t align, uintptr_t congruent, int prot, int flags,
+		       enum hz_trim how, void **out, uintptr_t *picked)
 {
 	uintptr_t raw, at, end;
 	void *mem;
@@ -48,6 +49,7 @@ int hz_prim_map_aligned(size_t len, size_t align, uintptr_t congruent, int prot,
 	if (ret != 0)
 		return ret;
 	raw = (uintptr_t)mem;
+	*picked = raw;
 	end = raw + len + align;
 	at = raw + ((congruent - raw) & (align - 1));
 	/* A whole mapping unmaps without a split, so giving all of it back
@@ -66,12 +68,27 @@ int hz_prim_map_aligned(size_t len, size_t align, uintptr_t congruent, int prot,
 	return 0;
 }
 
+int hz_prim_map_aligned(size_t len, size_t align, uintptr_t congruent, int prot,
+			int flags, enum hz_trim how, void **out)
+{
+	uintptr_t picked;
+
+	return map_aligned(len, align, congruent, prot, flags, how, out, &picked);
+}
+
 /* ---- reservations ---- */
+
+int hz_prim_reserve_picked(size_t len, size_t align, void **out, uintptr_t *picked)
+{
+	return map_aligned(len, align, 0, PROT_NONE, ANON | MAP_NORESERVE, HZ_TRIM_BEST_EFFORT,
+			   out, picked);
+}
 
 int hz_prim_reserve(size_t len, size_t align, void **out)
 {
-	return hz_prim_map_aligned(len, align, 0, PROT_NONE, ANON | MAP_NORESERVE,
-				   HZ_TRIM_BEST_EFFORT, out);
+	uintptr_t picked;
+
+	return hz_prim_reserve_picked(len, align, out, &picked);
 }
 
 int hz_prim_decommit(uintptr_t start, size_t len)
@@ -80,6 +97,14 @@ int hz_prim_decommit(uintptr_t start, size_t len)
 
 	return hz_prim_mmap((void *)start, len, PROT_NONE, ANON | MAP_FIXED | MAP_NORESERVE,
 			    -1, 0, &addr);
+}
+
+int hz_prim_refresh(uintptr_t start, size_t len)
+{
+	void *addr;
+
+	return hz_prim_mmap((void *)start, len, PROT_READ | PROT_WRITE, ANON | MAP_FIXED, -1, 0,
+			    &addr);
 }
 
 int hz_prim_reset_reservation(uintptr_t start, size_t len)

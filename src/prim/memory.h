@@ -42,6 +42,12 @@ int hz_prim_map_aligned(size_t len, size_t align, uintptr_t congruent, int prot,
  * trim leaves its piece reserved (HZ_TRIM_BEST_EFFORT). */
 int hz_prim_reserve(size_t len, size_t align, void **out);
 
+/* hz_prim_reserve, and where the kernel placed the len + align bytes it
+ * over-mapped (*picked, set on success): an address with the kernel's
+ * mmap randomisation in every bit above the page, which the aligned
+ * result has lost below align. */
+int hz_prim_reserve_picked(size_t len, size_t align, void **out, uintptr_t *picked);
+
 /* What backs committed memory. */
 enum hz_prim_pages {
 	HZ_PAGES_HUGETLB_1G, /* hugetlb pool pages, never MAP_NORESERVE: an */
@@ -80,6 +86,15 @@ int hz_prim_commit_populated(uintptr_t start, size_t len, enum hz_prim_pages pag
  * (MAP_FIXED PROT_NONE over our own mapping): its pages go back to the
  * kernel, the address space stays ours. */
 int hz_prim_decommit(uintptr_t start, size_t len);
+
+/* Replace committed memory [start, start + len) by fresh read-write
+ * zero-fill memory without advice (MAP_FIXED over our own mapping): its
+ * pages go back to the kernel as with hz_prim_decommit, but the range
+ * stays read-write, so the kernel merges it with read-write neighbours of
+ * the same kind where a PROT_NONE range would sit between them as a
+ * mapping of its own. It counts in VmData and, without overcommit, in the
+ * commit charge. */
+int hz_prim_refresh(uintptr_t start, size_t len);
 
 /* Turn [start, start + len), whatever the program made of it, back into
  * plain reservation: a fresh PROT_NONE mapping (MAP_FIXED) replaces every

@@ -147,6 +147,13 @@ size_t hz_os_page_size(void)
 	return page ? (size_t)page : HZ_SZ_4K;
 }
 
+static bool read_overcommits(void)
+{
+	uint64_t mode;
+
+	return hz_prim_read_u64("/proc/sys/vm/overcommit_memory", &mode) == 0 && mode < 2;
+}
+
 static void fill(struct hz_os *os)
 {
 	os->page_size = hz_os_page_size();
@@ -158,6 +165,7 @@ static void fill(struct hz_os *os)
 	os->llc_size = read_llc_size();
 	if (hz_prim_kernel_version(&os->kernel_major, &os->kernel_minor) != 0)
 		os->kernel_major = os->kernel_minor = 0;
+	os->overcommits = read_overcommits();
 }
 
 /* No lock (a lock taken inside malloc could be held by a thread a signal
@@ -320,6 +328,13 @@ int hz_prim_thread_count(unsigned *count)
 	if (ret == 0)
 		*count = (unsigned)v;
 	return ret;
+}
+
+bool hz_prim_data_limited(void)
+{
+	struct rlimit rl;
+
+	return getrlimit(RLIMIT_DATA, &rl) != 0 || rl.rlim_cur != RLIM_INFINITY;
 }
 
 bool hz_prim_data_fits(size_t len)

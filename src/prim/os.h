@@ -63,6 +63,10 @@ struct hz_os {
 	struct hz_os_pool_info pools[HZ_OS_POOLS];
 	uint64_t llc_size; /* bytes; 0 when unknown */
 	unsigned kernel_major, kernel_minor; /* 0.0 when uname failed */
+	/* vm.overcommit_memory is 0 or 1: read-write private memory that is
+	 * never touched costs nothing. false in mode 2 (its commit charge
+	 * counts against CommitLimit) and when the file cannot be read. */
+	bool overcommits;
 };
 
 /* The kernel's page size (AT_PAGESZ; 4096 if the auxiliary vector lacks

@@ -170,6 +170,9 @@ int hz_prim_thread_count(unsigned *count);
  * without a limit, false when the use cannot be read). */
 bool hz_prim_data_fits(size_t len);
 
+/* Whether RLIMIT_DATA has a soft limit (or cannot be read), read now. */
+bool hz_prim_data_limited(void);
+
 /* The calling thread's seccomp mode ("Seccomp:" of /proc/self/status: 0
  * none, 1 strict, 2 filter). Opens, reads and closes a file: calls the
  * dynamic loader made before the program could run. */

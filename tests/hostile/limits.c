@@ -154,6 +154,32 @@ static int data_limited(void)
 	return 0;
 }
 
+/* A program frees 1 GiB of blocks, then sets RLIMIT_DATA to 512 MiB
+ * (with a few MiB of its own in use): what it freed counts no more, so a
+ * 256 MiB block and a 64 MiB mmap fit below the limit, as under glibc,
+ * whose munmap gave the chunks back. (hugezero keeps freed ranges
+ * read-write while no limit is set: blocks.c, hz_blocks_drop_memory.) */
+static int data_limited_after_frees(void)
+{
+	struct rlimit rl = { 512 * MiB, 512 * MiB };
+	void *blocks[16], *m;
+
+	for (int i = 0; i < 16; i++) {
+		blocks[i] = hostile_keep(malloc(64 * MiB));
+		CHECK(blocks[i] != NULL, "malloc(64 MiB): %s", strerror(errno));
+		memset(blocks[i], 1, MiB);
+	}
+	for (int i = 0; i < 16; i++)
+		free(hostile_keep(blocks[i]));
+	CHECK(setrlimit(RLIMIT_DATA, &rl) == 0, "setrlimit: %s", strerror(errno));
+	free(try_malloc(256 * MiB));
+	m = mmap(NULL, 64 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	printf("mmap(64 MiB): %s\n", m != MAP_FAILED ? "ok" : strerror(errno));
+	if (m != MAP_FAILED)
+		munmap(m, 64 * MiB);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct hostile_variant variants[] = {
@@ -162,6 +188,7 @@ int main(int argc, char **argv)
 		{ "nofile", nofile_exhausted },
 		{ "nofile_low_stdin_closed", nofile_low_stdin_closed },
 		{ "data_limited", data_limited },
+		{ "data_limited_after_frees", data_limited_after_frees },
 		{ NULL, NULL },
 	};
 
