@@ -12,13 +12,14 @@
  *    (v1: EBUSY; v2: the OOM killer). Then the program works on below the
  *    new limit: a calloc'd block reads zero, two blocks are written.
  *  - strict_commit: vm.overcommit_memory 2 with CommitLimit 1 GiB above
- *    what the machine has committed; the program uses and frees five
- *    128 MiB blocks three times, then another process (the parent) maps
- *    640 MiB. glibc's program has given its commit charge back; a cache
- *    holding all 640 MiB leaves the other process 384 MiB. The machine's
- *    other processes must not commit more than about 256 MiB meanwhile
- *    (the kernel keeps up to 128 MiB of the rest from each process): the
- *    case is not run beside others. */
+ *    what the machine has committed; the program uses and frees six
+ *    128 MiB blocks three times, then another process (the parent) maps a
+ *    quarter of CommitLimit less 64 MiB (at least 276 MiB). glibc's
+ *    program has given its commit charge back (1 GiB of room); a cache
+ *    holding all 768 MiB leaves 256 MiB; hugezero keeps a quarter of the
+ *    limit free. The machine's other processes must not commit more than
+ *    about 64 MiB meanwhile (the kernel also keeps up to 128 MiB of the
+ *    room from each process): the case is not run beside others. */
 #include "cgroup.h"
 #include "hostile.h"
 
@@ -141,6 +142,7 @@ static int strict_commit(void)
 	int ready[2], go[2], status;
 	long long committed = meminfo_bytes("Committed_AS"), swap = meminfo_bytes("SwapTotal");
 	char text[32], c;
+	long long want;
 	pid_t pid;
 	void *p;
 
@@ -155,13 +157,17 @@ static int strict_commit(void)
 	snprintf(text, sizeof(text), "%lld", (committed + (1ll << 30) - swap) >> 10);
 	set_sysctl("/proc/sys/vm/overcommit_kbytes", text);
 	set_sysctl("/proc/sys/vm/overcommit_memory", "2");
+	/* A quarter of the limit, less 64 MiB the machine may commit
+	 * meanwhile: at least 276 MiB (a limit of 1 GiB above almost
+	 * nothing), more than the 256 MiB a cache of 768 leaves. */
+	want = (meminfo_bytes("CommitLimit") / 4 - 64 * (long long)MiB) & ~((long long)MiB - 1);
 	fflush(NULL);
 	pid = fork();
 	CHECK(pid >= 0, "fork: %s", strerror(errno));
 	if (pid == 0) {
 		close(ready[0]);
 		close(go[1]);
-		use_and_free(5, 128 * MiB, 0);
+		use_and_free(6, 128 * MiB, 0);
 		sleep_ms(500);
 		CHECK(write(ready[1], "r", 1) == 1, "write: %s", strerror(errno));
 		CHECK(read(go[0], &c, 1) == 1, "read: %s", strerror(errno));
@@ -172,13 +178,14 @@ static int strict_commit(void)
 	CHECK(read(ready[0], &c, 1) == 1, "the program ended early");
 	NOTE("commit room: %lld MiB",
 	     (meminfo_bytes("CommitLimit") - meminfo_bytes("Committed_AS")) >> 20);
-	p = mmap(NULL, 640 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p = mmap(NULL, (size_t)want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	CHECK(write(go[1], "g", 1) == 1, "write: %s", strerror(errno));
 	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	      "the program failed");
 	hostile_undo_all();
-	CHECK(p != MAP_FAILED, "another process could not map 640 MiB: %s", strerror(errno));
-	puts("another process mapped 640 MiB");
+	CHECK(p != MAP_FAILED, "another process could not map %lld MiB: %s", want >> 20,
+	      strerror(errno));
+	puts("another process mapped a quarter of the commit limit less 64 MiB");
 	return 0;
 }
 
