@@ -115,7 +115,7 @@ static int forward_fd = -1; /* and its descriptor */
 
 /* 64 KiB: glibc writes about 75 bytes per arena and makes at most 8 per
  * CPU on 64-bit: room for 100 CPUs before the first mremap. */
-#define CAPTURE_FIRST (64 * 1024)
+#define CAPTURE_FIRST ((size_t)64 << 10)
 
 static int capture_grow(size_t need)
 {
