@@ -66,6 +66,7 @@ static struct {
 	int busy;
 	struct hz_os_cgroup cg;
 	bool found;
+	bool strict;                /* vm.overcommit_memory 2, as last found */
 	uint64_t found_at, read_at; /* ns */
 	uint64_t limit, room;       /* of the last read */
 	uint64_t headroom;          /* kept free below it */
@@ -133,7 +134,7 @@ static void limit_by_commit(struct hz_os_memcg *m, uint64_t *h)
 	struct hz_os_memcg commit;
 	uint64_t hc, mine;
 
-	if (hz_os_commit_read(&commit) != 0 || commit.limit == HZ_OS_UNLIMITED)
+	if (!memcg.strict || hz_os_commit_read(&commit) != 0)
 		return;
 	hc = commit.limit / COMMIT_HEADROOM_DIV;
 	mine = m->room == HZ_OS_UNLIMITED ? HZ_OS_UNLIMITED : m->room > *h ? m->room - *h : 0;
@@ -152,7 +153,11 @@ static void read_memcg(uint64_t now, bool force)
 	bool unknown;
 
 	if (!memcg.found || now - memcg.found_at >= MEMCG_FIND_NS) {
+		uint64_t mode;
+
 		memcg.found = hz_os_cgroup_find("memory", &memcg.cg) == 0;
+		/* The mode changes as rarely as the cgroup: looked up with it. */
+		memcg.strict = hz_os_overcommit_mode(&mode) == 0 && mode == 2;
 		memcg.found_at = now;
 		force = true;
 	}

@@ -336,9 +336,28 @@ static size_t zero_span(struct job *j, struct hz_span *s, enum hz_zero_method m)
 	return top;
 }
 
-/* Hand job j's result to its claimer, or leave it DONE. */
-static void finish_job(struct job *j, int state)
+/* After the thread wrote span s (or chose not to): still ours unless it
+ * was not (marked foreign now) or the program marked it meanwhile (a
+ * hole, mlockall). */
+static bool still_ours(const struct hz_span *s, bool ours)
 {
+	if (!ours)
+		hz_blocks_mark_foreign(s->range.start, hz_span_bytes(s));
+	return ours && hz_blocks_reusable(s);
+}
+
+/* Job j is done with span s, dirty bytes of it from its start, its
+ * memory released or not, lazy or not: hand it to its claimer, or leave
+ * it DONE. */
+static void finish_job(struct job *j, const struct hz_span *s, size_t dirty, bool released,
+		       bool lazy)
+{
+	int state = __atomic_load_n(&j->state, __ATOMIC_ACQUIRE);
+
+	j->result = *s;
+	j->dirty = dirty;
+	j->released = released;
+	j->lazy = lazy;
 	while (!__atomic_compare_exchange_n(&j->state, &state,
 					    state == JOB_CLAIMED ? JOB_HANDED : JOB_DONE, false,
 					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
@@ -364,20 +383,10 @@ static void zero_job(struct job *j)
 	bool ours = hz_blocks_reusable(&s) &&
 		    hz_zero_choose(s.range.start, hz_span_bytes(&s), hz_span_zero_how(&s), &m) == 0;
 	size_t dirty = ours ? zero_span(j, &s, m) : hz_span_bytes(&s);
-	int state = __atomic_load_n(&j->state, __ATOMIC_ACQUIRE);
 
-	if (!ours)
-		hz_blocks_mark_foreign(s.range.start, hz_span_bytes(&s));
-	else if (!hz_blocks_reusable(&s)) /* marked while zeroing: a hole, or mlockall */
-		ours = false;
-	j->result = s;
-	j->dirty = dirty;
-	j->released = !ours;
-	j->lazy = false;
-	j->idle_since = 0;
-	finish_job(j, state);
+	ours = still_ours(&s, ours);
+	finish_job(j, &s, dirty, !ours, false);
 }
-
 
 /* Make job j's idle span reclaimable: MADV_FREE, unit by unit, until done
  * or claimed. Cached blocks are the program's memory to the kernel, and
@@ -390,15 +399,13 @@ static void zero_job(struct job *j)
  * writer's (the kernel keeps a lazily freed page that was written). So
  * only the idle ones: a reused page pays a dirty-bit update per 4 KiB and
  * a reclaimed one a fresh fault. The span left the table first: the
- * program's writes must not race the advice. The hole check comes first,
- * as for zeroing (zero_job). */
+ * program's writes must not race the advice. A span with a hole is not
+ * advised, as it is not zeroed (zero_job). */
 static void lazy_job(struct job *j)
 {
 	struct hz_span s = j->span;
 	size_t unit = hz_cache_policy()->unit, len = hz_span_bytes(&s), done = 0;
-	enum hz_zero_method m;
-	bool ours = hz_blocks_reusable(&s) &&
-		    hz_zero_choose(s.range.start, len, HZ_ZERO_ANY, &m) == 0;
+	bool ours = hz_blocks_reusable(&s) && hz_prim_all_mapped(s.range.start, len);
 
 	while (ours && done < len &&
 	       __atomic_load_n(&j->state, __ATOMIC_ACQUIRE) != JOB_CLAIMED &&
@@ -409,17 +416,10 @@ static void lazy_job(struct job *j)
 			break; /* Linux before 4.5, or not plain memory */
 		done += n;
 	}
-	if (!ours)
-		hz_blocks_mark_foreign(s.range.start, len);
-	else if (!hz_blocks_reusable(&s))
-		ours = false;
 	if (done == len)
 		hz_stats_add(cache_lazy_bytes, len);
-	j->result = s;
-	j->dirty = j->clean ? 0 : len;
-	j->released = !ours;
-	j->lazy = done == len;
-	finish_job(j, __atomic_load_n(&j->state, __ATOMIC_ACQUIRE));
+	ours = still_ours(&s, ours);
+	finish_job(j, &s, j->clean ? 0 : len, !ours, done == len);
 }
 
 /* In the thread's turn: entry i out of the table into a job, to zero or

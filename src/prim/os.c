@@ -147,11 +147,16 @@ size_t hz_os_page_size(void)
 	return page ? (size_t)page : HZ_SZ_4K;
 }
 
+int hz_os_overcommit_mode(uint64_t *mode)
+{
+	return hz_prim_read_u64("/proc/sys/vm/overcommit_memory", mode);
+}
+
 static bool read_overcommits(void)
 {
 	uint64_t mode;
 
-	return hz_prim_read_u64("/proc/sys/vm/overcommit_memory", &mode) == 0 && mode < 2;
+	return hz_os_overcommit_mode(&mode) == 0 && mode < 2;
 }
 
 static void fill(struct hz_os *os)

@@ -150,10 +150,13 @@ struct hz_os_memcg {
  * value (the cgroup's files could not be read: out is then unlimited). */
 int hz_os_memcg_read(const struct hz_os_cgroup *cg, struct hz_os_memcg *out);
 
-/* The commit charge under strict overcommit (vm.overcommit_memory 2),
- * read now: limit CommitLimit and room CommitLimit - Committed_AS of
- * /proc/meminfo, in bytes; both HZ_OS_UNLIMITED under the other modes,
- * where the kernel refuses no mapping for it. Every cached block stays in
+/* vm.overcommit_memory, read now: 0, 1 or 2 into *mode. 0 or a negative
+ * errno value. */
+int hz_os_overcommit_mode(uint64_t *mode);
+
+/* The commit charge, read now: limit CommitLimit and room CommitLimit -
+ * Committed_AS of /proc/meminfo, in bytes. It limits mappings only under
+ * strict overcommit (hz_os_overcommit_mode 2): every cached block stays in
  * Committed_AS, and a mapping that would take it over the limit fails in
  * any process of the machine. 0, or a negative errno value (/proc hidden:
  * out is then unlimited). */

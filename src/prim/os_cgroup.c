@@ -345,24 +345,17 @@ static bool meminfo_line(char *line, void *ctx)
 int hz_os_commit_read(struct hz_os_memcg *out)
 {
 	struct commit_lines c = { HZ_OS_UNLIMITED, HZ_OS_UNLIMITED };
-	char path[256], mode[8];
-	int saved = errno, ret = 0;
-	ssize_t n;
+	char path[256];
+	int saved = errno, ret;
 
 	out->limit = out->room = HZ_OS_UNLIMITED;
-	snprintf(path, sizeof(path), "%s/proc/sys/vm/overcommit_memory", root);
-	n = hz_prim_read_file(path, mode, sizeof(mode));
-	if (n <= 0) {
-		ret = n < 0 ? (int)n : -EINVAL;
-	} else if (mode[0] == '2') {
-		snprintf(path, sizeof(path), "%s/proc/meminfo", root);
-		ret = each_line(path, meminfo_line, &c);
-		if (ret == 0 && (c.limit == HZ_OS_UNLIMITED || c.used == HZ_OS_UNLIMITED))
-			ret = -EINVAL;
-		if (ret == 0) {
-			out->limit = c.limit;
-			out->room = left(c.limit, c.used);
-		}
+	snprintf(path, sizeof(path), "%s/proc/meminfo", root);
+	ret = each_line(path, meminfo_line, &c);
+	if (ret == 0 && (c.limit == HZ_OS_UNLIMITED || c.used == HZ_OS_UNLIMITED))
+		ret = -EINVAL;
+	if (ret == 0) {
+		out->limit = c.limit;
+		out->room = left(c.limit, c.used);
 	}
 	errno = saved;
 	return ret;
