@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <sys/mman.h>
 
+#include "classes.h"
 #include "config.h"
 #include "log.h"
 #include "prim/memory.h"
@@ -303,7 +304,7 @@ static bool starts_lazy(uintptr_t start)
  * promoter when it runs. */
 static int map_lazy(uintptr_t start, size_t len, enum hz_backing *got)
 {
-	bool up_front = hz_promote_class_dense(len) && fresh_thp_fast();
+	bool up_front = hz_class_dense(len) && fresh_thp_fast();
 	bool advised;
 	int ret = hz_prim_commit(start, len, up_front ? HZ_PAGES_THP : HZ_PAGES_DEFAULT, &advised);
 
@@ -311,7 +312,7 @@ static int map_lazy(uintptr_t start, size_t len, enum hz_backing *got)
 		return ret;
 	*got = up_front ? HZ_BACKING_THP : HZ_BACKING_SMALL;
 	if (up_front) {
-		hz_promote_class_used(len);
+		hz_class_note_dense(len, false); /* used once */
 		hz_stats_add(thp_up_front, 1);
 	} else if (hz_promote_enabled()) {
 		hz_promote_track(start, len, HZ_PROMOTE_BLOCK);

@@ -6,34 +6,18 @@
  * that frees many neighbours keeps few entries. */
 #include "cache.h"
 
+#include "classes.h"
 #include "range.h"
 #include "sizes.h"
 #include "stats.h"
 
-/* ---- stays from observed reuse ----
- *
- * A program that allocates a few huge blocks once (a compressor's tables,
- * sort's buffers) gains nothing from a block kept after its free, and pays
- * for it in RSS: its next fresh block faults in beside the cached one,
- * where glibc had unmapped. A program that cycles (numpy's temporaries, a
- * frame buffer per iteration) gains the fault-free reuse. So each size
- * class (floor of log2 of the bytes) counts frees, hits and misses, and
- * the time from a free to its reuse; an entry's stay comes from its class
- * when it enters the table:
- *  - warm (hits at least a quarter of the frees): STAY_MULT times the
- *    class's free-to-reuse time, at least MIN_STAY_NS, at most the decay;
- *    its entries share the budget (HUGEZERO_CACHE_MAX, the cgroup's room);
- *  - cold (no reuse seen yet, or too little): a probe, kept PROBE_NS at
- *    most, and all probes together at most PROBE_MAX bytes; a block larger
- *    than that is released at its free, as glibc would. A miss drops every
- *    probe: none could serve it, and its fresh block faults in beside them.
- * A miss in a class that gave a block back unused, and had a free within
- * the decay, is a reuse the cache let go: it counts as a hit (once per
- * block given back), so the class turns warm and its next frees are kept,
- * and its time since the free raises the stay. The cost of learning
- * is one fresh block per class; the cost in RSS of a one-shot program is
- * at most PROBE_MAX over glibc's, and only until its next large request
- * or PROBE_NS. */
+/* Stays come from the size-class ledger (classes.h): a block of a class
+ * that shows reuse stays a few of its reuse times; one that shows none yet
+ * is a probe, kept briefly. Probes share a small room here: a block larger
+ * than it is released at its free, as glibc would, and a miss drops every
+ * probe (none could serve it, and its fresh block faults in beside them).
+ * The cost in RSS of a one-shot program is at most PROBE_MAX over glibc's,
+ * and only until its next large request or the probe's stay. */
 
 /* 64 MiB: two of numpy's 32 MiB temporaries, or the recycle benchmark's
  * 64 MiB block, get their first reuse; a 1 GiB one-shot block is never
@@ -41,58 +25,6 @@
  * 2 s on small allocations kept 1025 MiB resident all that time before,
  * 1 MiB now, as under glibc). */
 #define PROBE_MAX ((size_t)64 << 20)
-/* 1 s: a cycling program's first reuse comes within milliseconds (the
- * numpy loop's iteration is about 12 ms); four pre-zero ticks. */
-#define PROBE_NS 1000000000ull
-/* 250 ms: the pre-zero thread's tick, so the shortest stay it enforces
- * while the program is idle. */
-#define MIN_STAY_NS 250000000ull
-/* A warm block stays 8 times its class's free-to-reuse time: reuse times
- * vary, and a late one costs a fresh block where an early release saves
- * only idle RSS. A miss that a released block would have served raises
- * the average. */
-#define STAY_MULT 8
-/* Counts are halved when one reaches 64: about the last hundred events. */
-#define COUNT_HALVE_AT 64
-
-static struct hz_cache_class *class_of(struct hz_cache *c, size_t bytes)
-{
-	unsigned k = hz_size_class(bytes);
-
-	return &c->classes[k < HZ_CACHE_CLASSES ? k : HZ_CACHE_CLASSES - 1];
-}
-
-static void count(struct hz_cache_class *k, uint32_t *n)
-{
-	if (++*n < COUNT_HALVE_AT)
-		return;
-	k->frees /= 2;
-	k->hits /= 2;
-	k->misses /= 2;
-}
-
-static void sample_reuse(struct hz_cache_class *k, uint64_t ns)
-{
-	k->reuse_ns = k->reuse_ns ? k->reuse_ns - k->reuse_ns / 4 + ns / 4 : ns;
-}
-
-static bool warm(const struct hz_cache_class *k)
-{
-	return k->hits > 0 && (uint64_t)k->hits * 4 >= k->frees;
-}
-
-/* The stay of a class's entries; probe: the class shows no reuse. */
-static uint64_t class_stay(const struct hz_cache *c, const struct hz_cache_class *k, bool *probe)
-{
-	uint64_t stay = PROBE_NS;
-
-	*probe = !warm(k);
-	if (!*probe) {
-		stay = k->reuse_ns > UINT64_MAX / STAY_MULT ? UINT64_MAX : k->reuse_ns * STAY_MULT;
-		stay = stay < MIN_STAY_NS ? MIN_STAY_NS : stay;
-	}
-	return stay < c->decay_ns ? stay : c->decay_ns;
-}
 
 /* Set e's stay and probe from its class. */
 static void choose_stay(struct hz_cache *c, struct hz_cache_entry *e)
@@ -100,7 +32,7 @@ static void choose_stay(struct hz_cache *c, struct hz_cache_entry *e)
 	e->probe = false;
 	e->stay_ns = c->decay_ns;
 	if (c->adapt)
-		e->stay_ns = class_stay(c, class_of(c, hz_span_bytes(&e->span)), &e->probe);
+		e->stay_ns = hz_class_stay(hz_span_bytes(&e->span), c->decay_ns, &e->probe);
 }
 
 void hz_cache_adapt(struct hz_cache *c, bool on)
@@ -120,8 +52,7 @@ void hz_cache_init(struct hz_cache *c, uint64_t decay_ns, struct hz_cache_budget
 	c->adapt = false;
 	c->probe_bytes = 0;
 	c->hold_probes = NULL;
-	for (unsigned k = 0; k < HZ_CACHE_CLASSES; k++)
-		c->classes[k] = (struct hz_cache_class){ 0 };
+	hz_classes_forget_reuse();
 }
 
 void hz_cache_batch_put(const struct hz_cache *c, struct hz_cache_batch *b,
@@ -135,11 +66,8 @@ void hz_cache_batch_put(const struct hz_cache *c, struct hz_cache_batch *b,
 static void account(struct hz_cache *c, const struct hz_cache_entry *e, bool add)
 {
 	size_t bytes = hz_span_bytes(&e->span);
-	struct hz_cache_class *k = class_of(c, bytes);
 
-	k->bytes = add ? k->bytes + bytes : k->bytes - bytes;
-	k->low = k->bytes < k->low ? k->bytes : k->low;
-
+	hz_class_cached(bytes, add);
 	if (add) {
 		c->bytes += bytes;
 		c->clean_bytes += e->clean ? bytes : 0;
@@ -167,10 +95,7 @@ struct hz_cache_entry hz_cache_remove(struct hz_cache *c, unsigned i)
  * released for want of reuse. */
 static void let_go(struct hz_cache *c, const struct hz_cache_entry *e, struct hz_cache_batch *b)
 {
-	struct hz_cache_class *k = class_of(c, hz_span_bytes(&e->span));
-
-	if (k->unreused < COUNT_HALVE_AT)
-		k->unreused++;
+	hz_class_let_go(hz_span_bytes(&e->span));
 	if (e->probe) {
 		hz_stats_add(cache_no_reuse, 1);
 		hz_stats_add(cache_no_reuse_bytes, hz_span_bytes(&e->span));
@@ -206,19 +131,16 @@ static bool evict_oldest(struct hz_cache *c, bool probes_only, struct hz_cache_b
  * are trimmed to such low-water marks too). Stops when b is full. */
 static void trim_spares(struct hz_cache *c, uint64_t now, struct hz_cache_batch *b)
 {
-	for (unsigned n = 0; n < HZ_CACHE_CLASSES && b->count < HZ_CACHE_BATCH; n++) {
-		struct hz_cache_class *k = &c->classes[n];
-		bool probe;
+	for (unsigned k = 0; k < HZ_CLASSES && b->count < HZ_CACHE_BATCH; k++) {
+		size_t spare = hz_class_spare(k, now, c->decay_ns);
 
-		if (now < k->low_since || now - k->low_since < class_stay(c, k, &probe))
-			continue;
-		for (size_t spare = k->low; spare > 0 && b->count < HZ_CACHE_BATCH;) {
+		while (spare > 0 && b->count < HZ_CACHE_BATCH) {
 			int oldest = -1;
 
 			for (unsigned i = 0; i < c->count; i++) {
 				const struct hz_cache_entry *e = &c->entries[i];
 
-				if (class_of(c, hz_span_bytes(&e->span)) == k &&
+				if (hz_size_class(hz_span_bytes(&e->span)) == k &&
 				    hz_span_bytes(&e->span) <= spare &&
 				    (oldest < 0 || e->idle_since < c->entries[oldest].idle_since))
 					oldest = (int)i;
@@ -230,8 +152,6 @@ static void trim_spares(struct hz_cache *c, uint64_t now, struct hz_cache_batch 
 			spare -= hz_span_bytes(&e.span);
 			let_go(c, &e, b);
 		}
-		k->low = k->bytes;
-		k->low_since = now;
 	}
 }
 
@@ -312,7 +232,7 @@ void hz_cache_hold_probes(struct hz_cache *c, bool (*hold)(void))
 
 bool hz_cache_class_warm(struct hz_cache *c, size_t bytes)
 {
-	return !c->adapt || warm(class_of(c, bytes));
+	return !c->adapt || hz_class_warm(bytes);
 }
 
 void hz_cache_add(struct hz_cache *c, struct hz_cache_entry e, struct hz_cache_batch *b)
@@ -323,36 +243,22 @@ void hz_cache_add(struct hz_cache *c, struct hz_cache_entry e, struct hz_cache_b
 
 void hz_cache_put(struct hz_cache *c, struct hz_cache_entry e, struct hz_cache_batch *b)
 {
-	if (c->adapt) {
-		struct hz_cache_class *k = class_of(c, hz_span_bytes(&e.span));
-
-		count(k, &k->frees);
-		k->last_free = e.idle_since;
-	}
+	if (c->adapt)
+		hz_class_freed(hz_span_bytes(&e.span), e.idle_since);
 	hz_cache_add(c, e, b);
 }
 
 void hz_cache_note(struct hz_cache *c, size_t size, uint64_t now, bool hit, uint64_t idle_since,
 		   struct hz_cache_batch *b)
 {
-	struct hz_cache_class *k = class_of(c, size);
-
 	if (!c->adapt)
 		return;
 	if (hit) {
-		count(k, &k->hits);
-		if (idle_since != 0 && now >= idle_since)
-			sample_reuse(k, now - idle_since);
+		hz_class_hit(size, now, idle_since);
 		return;
 	}
-	count(k, &k->misses);
-	/* A reuse the table let go: once per block it gave back. */
-	if (k->unreused > 0 && now >= k->last_free && now - k->last_free < c->decay_ns) {
-		count(k, &k->hits);
-		sample_reuse(k, now - k->last_free);
-		k->unreused--;
+	if (hz_class_missed(size, now, c->decay_ns)) /* a reuse the table let go */
 		hz_stats_add(cache_reuse_missed, 1);
-	}
 	while (c->probe_bytes > 0 && evict_oldest(c, true, b))
 		;
 }

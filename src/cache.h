@@ -3,7 +3,9 @@
  *
  * The table is single-threaded and makes no system call and takes no
  * lock. Outside its own file (cache.c) it calls only what is as plain:
- * the inline helpers of range.h and sizes.h, backing's page size of a
+ * the inline helpers of range.h and sizes.h, the size-class ledger
+ * (classes.h: the reuse evidence a span's stay comes from, kept under the
+ * same exclusion as the table), backing's page size of a
  * backing (hz_backing_page, a table lookup), blocks.h's
  * hz_blocks_same_region (atomic loads of the region map, so that no merge
  * crosses two regions), the stats' atomic counters and the shared budget's
@@ -106,24 +108,6 @@ struct hz_cache_entry {
 	uint64_t stay_ns;    /* idle this long, it decays */
 };
 
-/* Reuse per size class (floor of log2 of the bytes; cache.c says how they
- * steer the stays). Counts are halved as they grow, so they weigh the
- * recent past. */
-#define HZ_CACHE_CLASSES 48
-struct hz_cache_class {
-	uint32_t frees;       /* blocks the program freed into the table */
-	uint32_t hits;        /* requests served by the table, or that a block
-			       * released for no reuse would have served */
-	uint32_t misses;      /* requests that found nothing */
-	uint32_t unreused;    /* blocks that left the table unused, each a
-			       * hit for one miss soon after */
-	uint64_t reuse_ns;    /* moving average of free-to-reuse time */
-	uint64_t last_free;   /* ns of the last free */
-	size_t bytes;         /* cached now */
-	size_t low;           /* the fewest cached since low_since */
-	uint64_t low_since;   /* ns */
-};
-
 struct hz_cache_batch {
 	struct hz_span spans[HZ_CACHE_BATCH];
 	unsigned count;
@@ -142,7 +126,6 @@ struct hz_cache {
 	/* Whether probes are kept at all, asked as one enters the table (NULL:
 	 * always; hz_cache_hold_probes). */
 	bool (*hold_probes)(void);
-	struct hz_cache_class classes[HZ_CACHE_CLASSES];
 	/* Called with a full batch, with the table still held (rare: an
 	 * eviction run over many small spans), to release its spans at once
 	 * and empty it. */

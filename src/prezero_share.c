@@ -14,8 +14,8 @@
 #include <sys/mman.h>
 
 #include "backing.h"
+#include "classes.h"
 #include "prim/prim.h"
-#include "promote.h"
 #include "range.h"
 #include "stats.h"
 
@@ -228,7 +228,7 @@ bool hz_prezero_share_fork_child(struct hz_span *left)
  * pages, backing.c): the next user's faults beyond what is resident are
  * then one per 2 MiB, not 512. Scattered use in between changes nothing.
  * Sparse and dense use are the evidence for the next fresh block of the
- * size (promote.h). */
+ * size (the ledger, classes.h). */
 void hz_prezero_adapt_backing(struct hz_span *s, enum hz_zero_method m)
 {
 	/* Evidence only where the choice reflects residency: hugetlb spans are
@@ -236,7 +236,7 @@ void hz_prezero_adapt_backing(struct hz_span *s, enum hz_zero_method m)
 	 * trusted (emulators). */
 	if (hz_span_zero_how(s) == HZ_ZERO_ANY && hz_zero_residency_trusted() &&
 	    m != HZ_ZERO_CLEAR_PART)
-		hz_promote_class_note(hz_span_bytes(s), m == HZ_ZERO_CLEAR);
+		hz_class_note_dense(hz_span_bytes(s), m == HZ_ZERO_CLEAR);
 	if (m == HZ_ZERO_DROP && s->backing == HZ_BACKING_THP &&
 	    hz_prim_madvise((void *)s->range.start, hz_span_bytes(s), MADV_NOHUGEPAGE) == 0) {
 		s->backing = HZ_BACKING_SMALL;

@@ -39,6 +39,7 @@
 
 #include "backing.h"
 #include "blocks.h"
+#include "classes.h"
 #include "config.h"
 #include "log.h"
 #include "prezero.h"
@@ -118,8 +119,6 @@ static int mmap_count;
 static uintptr_t mmap_lo = UINTPTR_MAX, mmap_hi;
 static uint64_t next_tick, interval = INTERVAL_MIN_NS;
 static unsigned rr; /* the promoter's next slot */
-/* Per power-of-two size class of blocks: the last one finished was dense. */
-static uint8_t class_dense[64];
 
 bool hz_promote_enabled(void)
 {
@@ -127,32 +126,11 @@ bool hz_promote_enabled(void)
 	       hz_prezero_mode() == HZ_PREZERO_OPT_THREAD && hz_backing_thp_usable();
 }
 
-bool hz_promote_class_dense(size_t len)
-{
-	return __atomic_load_n(&class_dense[hz_size_class(len)], __ATOMIC_RELAXED) != 0;
-}
-
-/* Every writer of the evidence comes here. */
-void hz_promote_class_note(size_t len, bool dense)
-{
-	uint8_t *c = &class_dense[hz_size_class(len)];
-
-	/* Read first: every recycled block notes, and a store to a line the
-	 * other threads read would bounce it for nothing. */
-	if (__atomic_load_n(c, __ATOMIC_RELAXED) != dense)
-		__atomic_store_n(c, dense, __ATOMIC_RELAXED);
-}
-
 /* A block range the promoter finished with is the evidence for its size
- * class: dense when collapsed whole. */
+ * class (the ledger, classes.h): dense when collapsed whole. */
 static void note_class(const struct slot *s)
 {
-	hz_promote_class_note(s->len, s->whole);
-}
-
-void hz_promote_class_used(size_t len)
-{
-	hz_promote_class_note(len, false);
+	hz_class_note_dense(s->len, s->whole);
 }
 
 bool hz_promote_block_range(uintptr_t start)
@@ -201,7 +179,7 @@ static void slot_freed(struct ending e)
 	if (e.kind == HZ_PROMOTE_MMAP)
 		__atomic_sub_fetch(&mmap_count, 1, __ATOMIC_RELAXED);
 	else if (e.done)
-		hz_promote_class_note(e.len, e.whole);
+		hz_class_note_dense(e.len, e.whole);
 }
 
 /* Free a live slot, or tell the promoter working on it to free it (dead).

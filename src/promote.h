@@ -52,21 +52,6 @@ void hz_promote_leave(uintptr_t start, size_t len);
  * next tick is due (the thread sleeps at most that long). */
 uint64_t hz_promote_tick(uint64_t now);
 
-/* Evidence for a fresh block of len bytes: the last block of its size
- * class (a power of two) that the promoter finished with was dense
- * (collapsed whole), or the last one the recycler zeroed was (cleared, not
- * dropped: hz_zero_choose), whichever came last. */
-bool hz_promote_class_dense(size_t len);
-
-/* Evidence for len's class: the recycler zeroed a block of len bytes used
- * densely (cleared) or sparsely (dropped). The promoter's own findings go
- * through it too. */
-void hz_promote_class_note(size_t len, bool dense);
-
-/* The evidence of len's class was used (a block got THP at once on it):
- * the next block of the class starts on 4 KiB pages again. */
-void hz_promote_class_used(size_t len);
-
 /* Whether start lies in the regions of blocks (blocks.h): the promoter
  * tracks those; other users of the backing (jemalloc's extents) are not
  * tracked. */

@@ -96,6 +96,19 @@ static void put_back_rest(struct hz_span *span, size_t *dirty, size_t size,
 	hz_prezero_leave();
 }
 
+/* Inside the guard: a calloc of size served by entry i (-1: none) is noted
+ * for its rotation. true: it maps the spare instead, and the guard was
+ * left (spare_instead). */
+static bool rotation_served(const struct hz_cache *c, size_t size, uint64_t now, int i)
+{
+	const struct hz_cache_entry *e = i >= 0 ? &c->entries[i] : NULL;
+
+	if (e && !e->clean && hz_rotation_freed_last(size, e->span.range.start))
+		return spare_instead(size, now);
+	hz_rotation_served(size, now, e && e->clean ? HZ_ROT_CLEAN : HZ_ROT_OTHER);
+	return false;
+}
+
 /* A span for the request from the table, or the one the thread is zeroing.
  * Returns 0 with it and its dirty bytes from the start, or -ENOENT: none
  * fits, or the guard was refused. */
@@ -143,14 +156,8 @@ static int from_cache(size_t size, size_t align, bool zero, struct hz_cache_batc
 	}
 	if (!noted)
 		hz_cache_note(c, size, now, i >= 0, i >= 0 ? c->entries[i].idle_since : 0, b);
-	if (!rotation_noted && i >= 0 && !c->entries[i].clean &&
-	    hz_rotation_freed_last(size, c->entries[i].span.range.start)) {
-		if (spare_instead(size, now))
-			return -ENOENT; /* the dirty span stays, for the thread */
-	} else if (!rotation_noted) {
-		hz_rotation_served(size, now,
-				   i >= 0 && c->entries[i].clean ? HZ_ROT_CLEAN : HZ_ROT_OTHER);
-	}
+	if (!rotation_noted && rotation_served(c, size, now, i))
+		return -ENOENT; /* the dirty span stays, for the thread */
 	if (i < 0) {
 		hz_prezero_leave();
 		return -ENOENT;
@@ -267,6 +274,25 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 	return 0;
 }
 
+/* HUGEZERO_ZERO_ON_FREE: the span is zeroed before it enters the table.
+ * false: it had a hole, or one appeared meanwhile, and was released. */
+static bool zero_at_free(const struct hz_span *span)
+{
+	enum hz_zero_how how = hz_span_zero_how(span);
+	enum hz_zero_method m;
+
+	if (hz_zero_choose(span->range.start, hz_span_bytes(span), how, &m) != 0) {
+		give_back_foreign(span);
+		return false;
+	}
+	hz_zero_with(span->range.start, hz_span_bytes(span), 0, m, how);
+	if (!hz_blocks_reusable(span)) {
+		hz_blocks_release_span(span);
+		return false;
+	}
+	return true;
+}
+
 void hz_recycle_free(void *p)
 {
 	const struct hz_cache_policy *policy = hz_cache_policy();
@@ -283,18 +309,8 @@ void hz_recycle_free(void *p)
 		return;
 	}
 	if (policy->zero_on_free) {
-		enum hz_zero_how how = hz_span_zero_how(&e.span);
-		enum hz_zero_method m;
-
-		if (hz_zero_choose(e.span.range.start, hz_span_bytes(&e.span), how, &m) != 0) {
-			give_back_foreign(&e.span);
+		if (!zero_at_free(&e.span))
 			return;
-		}
-		hz_zero_with(e.span.range.start, hz_span_bytes(&e.span), 0, m, how);
-		if (!hz_blocks_reusable(&e.span)) { /* a hole appeared meanwhile */
-			hz_blocks_release_span(&e.span);
-			return;
-		}
 		e.clean = true;
 	}
 	e.idle_since = hz_prim_now_ns();

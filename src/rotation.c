@@ -11,11 +11,11 @@
 
 #include <string.h>
 
-#include "sizes.h"
+#include "classes.h"
 #include "stats.h"
 
 /* Periods in each sample. */
-#define RUN 8
+#define RUN HZ_ROTATION_RUN
 /* Callocs in a row that had to clear before a class's first trial. A
  * spare costs what a fresh block costs to fault in, 20-35 clears of it
  * here (fresh memory faults at about 1.3 GB/s on this VM, kept memory
@@ -31,8 +31,9 @@
 #define FIRST_RECHECK 256
 #define FIRST_RETRY 64
 #define MAX_WAIT 65536
-#define CLASSES 64
 
+/* A row's state (struct hz_class_rotation's state); WATCHING is 0, the
+ * state of a row the ledger has just set up. */
 enum state {
 	WATCHING, /* one block: counting callocs in a row that clear */
 	TRIAL,    /* the spare is out: sampling */
@@ -40,28 +41,10 @@ enum state {
 	DROPPING, /* the spare goes back at the next free */
 };
 
-struct rot_class {
-	uint64_t last;        /* ns of the class's last calloc */
-	uint64_t freed_at;    /* ns of the class's last free */
-	uintptr_t freed;      /* start of the class's last freed block */
-	uint32_t run;         /* callocs in a row that cleared */
-	uint32_t at_once;     /* callocs in a row within HZ_ROTATION_AT_ONCE_NS of a free */
-	uint32_t without;     /* median period without the spare */
-	uint32_t cycles;      /* callocs since the last change of state */
-	uint32_t recheck;     /* ON: callocs before the next check */
-	uint32_t retry;       /* WATCHING: callocs before the next trial */
-	uint32_t sample[RUN]; /* periods, microseconds */
-	uint8_t state;
-	uint8_t n;            /* periods in sample */
-	bool tried;           /* a trial was made */
-	bool skip;            /* the next period holds the spare's first faults */
-};
-
-static struct rot_class classes[CLASSES];
-
-static struct rot_class *class_of(size_t size)
+/* The trial's state lives in the size-class ledger's row (classes.h). */
+static struct hz_class_rotation *class_of(size_t size)
 {
-	return &classes[hz_size_class(size)];
+	return &hz_class_of(size)->rotation;
 }
 
 static uint32_t median(const uint32_t *v, unsigned n)
@@ -84,7 +67,7 @@ static uint32_t doubled(uint32_t wait, uint32_t first)
 	return wait == 0 ? first : wait >= MAX_WAIT / 2 ? MAX_WAIT : wait * 2;
 }
 
-static void enter(struct rot_class *k, enum state s)
+static void enter(struct hz_class_rotation *k, enum state s)
 {
 	k->state = (uint8_t)s;
 	k->n = 0;
@@ -94,7 +77,7 @@ static void enter(struct rot_class *k, enum state s)
 
 bool hz_rotation_wants_spare(size_t size)
 {
-	struct rot_class *k = class_of(size);
+	struct hz_class_rotation *k = class_of(size);
 
 	if (k->state != WATCHING || k->n < RUN || k->run < (k->tried ? RUN : FIRST_RUN) ||
 	    k->cycles < k->retry)
@@ -108,7 +91,7 @@ bool hz_rotation_wants_spare(size_t size)
 }
 
 /* A trial's sample is full: keep the spare, or give it back. */
-static void decide(struct rot_class *k)
+static void decide(struct hz_class_rotation *k)
 {
 	uint32_t with = median(k->sample, RUN);
 
@@ -126,7 +109,7 @@ static void decide(struct rot_class *k)
 
 void hz_rotation_served(size_t size, uint64_t now, enum hz_rotation_served how)
 {
-	struct rot_class *k = class_of(size);
+	struct hz_class_rotation *k = class_of(size);
 	uint64_t period = k->last != 0 && now > k->last ? (now - k->last) / 1000 : 0;
 	bool at_once = k->freed_at > k->last && now - k->freed_at < HZ_ROTATION_AT_ONCE_NS;
 
@@ -172,7 +155,7 @@ void hz_rotation_served(size_t size, uint64_t now, enum hz_rotation_served how)
 
 void hz_rotation_freed(size_t size, uintptr_t start, uint64_t now)
 {
-	struct rot_class *k = class_of(size);
+	struct hz_class_rotation *k = class_of(size);
 
 	k->freed = start;
 	k->freed_at = now;
@@ -180,14 +163,14 @@ void hz_rotation_freed(size_t size, uintptr_t start, uint64_t now)
 
 bool hz_rotation_reused_at_once(size_t size)
 {
-	const struct rot_class *k = class_of(size);
+	const struct hz_class_rotation *k = class_of(size);
 
 	return k->state == WATCHING && k->at_once >= HZ_ROTATION_AT_ONCE_RUN;
 }
 
 bool hz_rotation_drops(size_t size)
 {
-	struct rot_class *k = class_of(size);
+	struct hz_class_rotation *k = class_of(size);
 
 	if (k->state != DROPPING)
 		return false;
@@ -203,7 +186,7 @@ bool hz_rotation_freed_last(size_t size, uintptr_t start)
 #ifdef HZ_TEST_CORE
 void hz_rotation_test_reset(void)
 {
-	for (unsigned i = 0; i < CLASSES; i++)
-		classes[i] = (struct rot_class){ .state = WATCHING };
+	for (unsigned k = 0; k < HZ_CLASSES; k++)
+		hz_class_at(k)->rotation = (struct hz_class_rotation){ .state = WATCHING };
 }
 #endif

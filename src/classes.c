@@ -1,0 +1,183 @@
+/* The size-class ledger. See classes.h.
+ *
+ * ---- stays from observed reuse ----
+ *
+ * A program that allocates a few huge blocks once (a compressor's tables,
+ * sort's buffers) gains nothing from a block kept after its free, and pays
+ * for it in RSS: its next fresh block faults in beside the cached one,
+ * where glibc had unmapped. A program that cycles (numpy's temporaries, a
+ * frame buffer per iteration) gains the fault-free reuse. So each size
+ * class counts frees, hits and misses, and the time from a free to its
+ * reuse; a block's stay comes from its class when it enters the cache:
+ *  - warm (hits at least a quarter of the frees): STAY_MULT times the
+ *    class's free-to-reuse time, at least MIN_STAY_NS, at most the decay;
+ *  - cold (no reuse seen yet, or too little): a probe, kept PROBE_NS at
+ *    most (cache.c gives probes a small room of their own).
+ * A miss in a class that gave a block back unused, and had a free within
+ * the decay, is a reuse the cache let go: it counts as a hit (once per
+ * block given back), so the class turns warm and its next frees are kept,
+ * and its time since the free raises the stay. The cost of learning is one
+ * fresh block per class. */
+#include "classes.h"
+
+#include "sizes.h"
+
+/* 1 s: a cycling program's first reuse comes within milliseconds (the
+ * numpy loop's iteration is about 12 ms); four pre-zero ticks. */
+#define PROBE_NS 1000000000ull
+/* 250 ms: the pre-zero thread's tick, so the shortest stay it enforces
+ * while the program is idle. */
+#define MIN_STAY_NS 250000000ull
+/* A warm block stays 8 times its class's free-to-reuse time: reuse times
+ * vary, and a late one costs a fresh block where an early release saves
+ * only idle RSS. A miss that a released block would have served raises
+ * the average. */
+#define STAY_MULT 8
+/* Counts are halved when one reaches 64: about the last hundred events. */
+#define COUNT_HALVE_AT 64
+
+static struct hz_class classes[HZ_CLASSES];
+
+struct hz_class *hz_class_at(unsigned k)
+{
+	return &classes[k < HZ_CLASSES ? k : HZ_CLASSES - 1];
+}
+
+struct hz_class *hz_class_of(size_t bytes)
+{
+	return hz_class_at(hz_size_class(bytes));
+}
+
+/* ---- reuse ---- */
+
+static void count(struct hz_class_reuse *r, uint32_t *n)
+{
+	if (++*n < COUNT_HALVE_AT)
+		return;
+	r->frees /= 2;
+	r->hits /= 2;
+	r->misses /= 2;
+}
+
+static void sample_reuse(struct hz_class_reuse *r, uint64_t ns)
+{
+	r->reuse_ns = r->reuse_ns ? r->reuse_ns - r->reuse_ns / 4 + ns / 4 : ns;
+}
+
+static bool warm(const struct hz_class_reuse *r)
+{
+	return r->hits > 0 && (uint64_t)r->hits * 4 >= r->frees;
+}
+
+static uint64_t stay_of(const struct hz_class_reuse *r, uint64_t decay_ns, bool *probe)
+{
+	uint64_t stay = PROBE_NS;
+
+	*probe = !warm(r);
+	if (!*probe) {
+		stay = r->reuse_ns > UINT64_MAX / STAY_MULT ? UINT64_MAX : r->reuse_ns * STAY_MULT;
+		stay = stay < MIN_STAY_NS ? MIN_STAY_NS : stay;
+	}
+	return stay < decay_ns ? stay : decay_ns;
+}
+
+uint64_t hz_class_stay(size_t bytes, uint64_t decay_ns, bool *probe)
+{
+	return stay_of(&hz_class_of(bytes)->reuse, decay_ns, probe);
+}
+
+bool hz_class_warm(size_t bytes)
+{
+	return warm(&hz_class_of(bytes)->reuse);
+}
+
+void hz_class_freed(size_t bytes, uint64_t now)
+{
+	struct hz_class_reuse *r = &hz_class_of(bytes)->reuse;
+
+	count(r, &r->frees);
+	r->last_free = now;
+}
+
+void hz_class_hit(size_t bytes, uint64_t now, uint64_t idle_since)
+{
+	struct hz_class_reuse *r = &hz_class_of(bytes)->reuse;
+
+	count(r, &r->hits);
+	if (idle_since != 0 && now >= idle_since)
+		sample_reuse(r, now - idle_since);
+}
+
+bool hz_class_missed(size_t bytes, uint64_t now, uint64_t decay_ns)
+{
+	struct hz_class_reuse *r = &hz_class_of(bytes)->reuse;
+
+	count(r, &r->misses);
+	if (r->unreused == 0 || now < r->last_free || now - r->last_free >= decay_ns)
+		return false;
+	count(r, &r->hits);
+	sample_reuse(r, now - r->last_free);
+	r->unreused--;
+	return true;
+}
+
+void hz_class_let_go(size_t bytes)
+{
+	struct hz_class_reuse *r = &hz_class_of(bytes)->reuse;
+
+	if (r->unreused < COUNT_HALVE_AT)
+		r->unreused++;
+}
+
+void hz_class_cached(size_t bytes, bool add)
+{
+	struct hz_class_reuse *r = &hz_class_of(bytes)->reuse;
+
+	r->bytes = add ? r->bytes + bytes : r->bytes - bytes;
+	r->low = r->bytes < r->low ? r->bytes : r->low;
+}
+
+size_t hz_class_spare(unsigned k, uint64_t now, uint64_t decay_ns)
+{
+	struct hz_class_reuse *r = &hz_class_at(k)->reuse;
+	size_t spare = r->low;
+	bool probe;
+
+	if (now < r->low_since || now - r->low_since < stay_of(r, decay_ns, &probe))
+		return 0;
+	/* What leaves now lowers low to what stays (hz_class_cached). */
+	r->low = r->bytes;
+	r->low_since = now;
+	return spare;
+}
+
+void hz_classes_forget_reuse(void)
+{
+	for (unsigned k = 0; k < HZ_CLASSES; k++)
+		classes[k].reuse = (struct hz_class_reuse){ 0 };
+}
+
+/* ---- page size ---- */
+
+bool hz_class_dense(size_t bytes)
+{
+	return __atomic_load_n(&hz_class_of(bytes)->dense, __ATOMIC_RELAXED) != 0;
+}
+
+void hz_class_note_dense(size_t bytes, bool dense)
+{
+	uint8_t *d = &hz_class_of(bytes)->dense;
+
+	/* Read first: every recycled block notes, and a store to a line the
+	 * other threads read would bounce it for nothing. */
+	if (__atomic_load_n(d, __ATOMIC_RELAXED) != dense)
+		__atomic_store_n(d, dense, __ATOMIC_RELAXED);
+}
+
+#ifdef HZ_TEST_CORE
+void hz_classes_test_reset(void)
+{
+	for (unsigned k = 0; k < HZ_CLASSES; k++)
+		classes[k] = (struct hz_class){ 0 };
+}
+#endif

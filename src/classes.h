@@ -1,0 +1,125 @@
+/* The size-class ledger: one table of what each size class of blocks
+ * (hz_size_class: the floor of log2 of the bytes) has shown, and the
+ * decisions drawn from it. The mechanisms report events to it and ask it;
+ * it makes no system call and calls no other module.
+ *
+ * A row holds three kinds of evidence:
+ *  - reuse: frees, hits, misses and the time from a free to its reuse,
+ *    from which a freed block's stay in the cache comes (classes.c);
+ *  - the two-block rotation trial's state (rotation.c runs the trial on
+ *    the row: rotation.h);
+ *  - page size: whether the class's last block was used densely, which
+ *    lets its next fresh block take huge pages at once (backing.c).
+ * Reuse and rotation are read and written inside the cache's guard
+ * (prezero.h), which serialises them; the page-size evidence is written by
+ * the promoter and the pre-zero thread and read by any thread that maps a
+ * block, so it is one atomic byte. */
+#ifndef HZ_CLASSES_H
+#define HZ_CLASSES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One per bit of a size_t's size. */
+#define HZ_CLASSES 64
+
+/* Reuse of a class's blocks. Counts are halved as they grow, so they weigh
+ * the recent past. */
+struct hz_class_reuse {
+	uint32_t frees;     /* blocks the program freed into the cache */
+	uint32_t hits;      /* requests the cache served, or that a block
+			     * released for no reuse would have served */
+	uint32_t misses;    /* requests that found nothing */
+	uint32_t unreused;  /* blocks that left the cache unused, each a hit
+			     * for one miss soon after */
+	uint64_t reuse_ns;  /* moving average of free-to-reuse time */
+	uint64_t last_free; /* ns of the last free */
+	size_t bytes;       /* cached now */
+	size_t low;         /* the fewest cached since low_since */
+	uint64_t low_since; /* ns */
+};
+
+/* The rotation trial's state of a class (rotation.c). */
+#define HZ_ROTATION_RUN 8 /* periods in a sample */
+struct hz_class_rotation {
+	uint64_t last;        /* ns of the class's last calloc */
+	uint64_t freed_at;    /* ns of the class's last free */
+	uintptr_t freed;      /* start of the class's last freed block */
+	uint32_t run;         /* callocs in a row that cleared */
+	uint32_t at_once;     /* callocs in a row right after a free */
+	uint32_t without;     /* median period without the spare */
+	uint32_t cycles;      /* callocs since the last change of state */
+	uint32_t recheck;     /* kept: callocs before the next check */
+	uint32_t retry;       /* watching: callocs before the next trial */
+	uint32_t sample[HZ_ROTATION_RUN]; /* periods, microseconds */
+	uint8_t state;        /* rotation.c's enum */
+	uint8_t n;            /* periods in sample */
+	bool tried;           /* a trial was made */
+	bool skip;            /* the next period holds the spare's first faults */
+};
+
+struct hz_class {
+	struct hz_class_reuse reuse;
+	struct hz_class_rotation rotation;
+	uint8_t dense; /* atomic: the last block was used densely */
+};
+
+/* The row of blocks of bytes' size, and the row of class k. */
+struct hz_class *hz_class_of(size_t bytes);
+struct hz_class *hz_class_at(unsigned k);
+
+/* ---- reuse: a freed block's stay in the cache ---- */
+
+/* The stay of a block of bytes' size entering the cache now, at most
+ * decay_ns; probe: its class shows no reuse yet, and the cache keeps it
+ * only briefly and within a small room (cache.c). */
+uint64_t hz_class_stay(size_t bytes, uint64_t decay_ns, bool *probe);
+
+/* Whether bytes' class shows reuse: its blocks stay, and its free wakes
+ * the pre-zero thread. */
+bool hz_class_warm(size_t bytes);
+
+/* A block of bytes was freed into the cache at now (ns). */
+void hz_class_freed(size_t bytes, uint64_t now);
+
+/* A request of bytes at now was served by a block cached since idle_since
+ * (0: unknown). */
+void hz_class_hit(size_t bytes, uint64_t now, uint64_t idle_since);
+
+/* A request of bytes at now found no block. Returns true when it is a
+ * reuse the cache let go: the class gave a block back unused and had a
+ * free within decay_ns; it then counts as a hit, once per block. */
+bool hz_class_missed(size_t bytes, uint64_t now, uint64_t decay_ns);
+
+/* A block of bytes left the cache unused. */
+void hz_class_let_go(size_t bytes);
+
+/* bytes entered (add) or left the cache. */
+void hz_class_cached(size_t bytes, bool add);
+
+/* Bytes of class k cached throughout the last stay that no request took
+ * (its spare beyond the program's cycle), at now; 0 before a whole stay
+ * has passed since the last look. Starts the next look. */
+size_t hz_class_spare(unsigned k, uint64_t now, uint64_t decay_ns);
+
+/* Every class's reuse evidence forgotten (a new cache: at start-up, in a
+ * fork child, in tests). */
+void hz_classes_forget_reuse(void);
+
+/* ---- page size ---- */
+
+/* Whether the last block of bytes' class was used densely: its next fresh
+ * block may take huge pages at once. */
+bool hz_class_dense(size_t bytes);
+
+/* A block of bytes was found dense (collapsed whole, cleared on reuse) or
+ * not (sparse, or handed out on the evidence, which is used once). */
+void hz_class_note_dense(size_t bytes, bool dense);
+
+#ifdef HZ_TEST_CORE
+/* Tests: every row back to its first state. */
+void hz_classes_test_reset(void);
+#endif
+
+#endif /* HZ_CLASSES_H */

@@ -1,0 +1,156 @@
+/* The size-class ledger (src/classes.h) on a clock of the test's own: when
+ * a class turns warm and how long its blocks stay, a miss that a block let
+ * go would have served, the spare beyond a class's cycle, and the page-size
+ * evidence. */
+#include <stdbool.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "classes.h"
+
+#define MiB ((size_t)1 << 20)
+#define MS 1000000ull
+#define DECAY (10000 * MS)
+#define SIZE (64 * MiB)
+#define PROBE_NS (1000 * MS)   /* classes.c's */
+#define MIN_STAY_NS (250 * MS)
+#define STAY_MULT 8
+
+static uint64_t now_ns = 1000 * MS;
+
+static int reset(void **state)
+{
+	(void)state;
+	hz_classes_test_reset();
+	return 0;
+}
+
+/* A free of SIZE, then its reuse after ms milliseconds. */
+static void cycle(uint64_t ms)
+{
+	hz_class_freed(SIZE, now_ns);
+	now_ns += ms * MS;
+	hz_class_hit(SIZE, now_ns, now_ns - ms * MS);
+}
+
+static void a_class_without_reuse_is_a_short_probe(void **state)
+{
+	bool probe = false;
+
+	(void)state;
+	hz_class_freed(SIZE, now_ns);
+	assert_false(hz_class_warm(SIZE));
+	assert_int_equal(hz_class_stay(SIZE, DECAY, &probe), PROBE_NS);
+	assert_true(probe);
+	/* The probe's stay is the decay's when that is shorter. */
+	assert_int_equal(hz_class_stay(SIZE, 10 * MS, &probe), 10 * MS);
+}
+
+static void reuse_warms_the_class_and_sets_the_stay_from_its_time(void **state)
+{
+	bool probe = true;
+
+	(void)state;
+	for (int i = 0; i < 4; i++)
+		cycle(100);
+	assert_true(hz_class_warm(SIZE));
+	assert_int_equal(hz_class_stay(SIZE, DECAY, &probe), STAY_MULT * 100 * MS);
+	assert_false(probe);
+	/* Quick reuse: the stay is never below the thread's tick. */
+	hz_classes_test_reset();
+	for (int i = 0; i < 8; i++)
+		cycle(1);
+	assert_int_equal(hz_class_stay(SIZE, DECAY, &probe), MIN_STAY_NS);
+	/* Another class learned nothing from it. */
+	assert_false(hz_class_warm(SIZE / 2));
+}
+
+static void frees_without_reuse_cool_a_warm_class(void **state)
+{
+	(void)state;
+	cycle(10);
+	assert_true(hz_class_warm(SIZE));
+	for (int i = 0; i < 4; i++)
+		hz_class_freed(SIZE, now_ns);
+	assert_false(hz_class_warm(SIZE)); /* 1 hit for 5 frees */
+}
+
+static void a_miss_after_a_block_was_let_go_counts_as_its_reuse_once(void **state)
+{
+	(void)state;
+	hz_class_freed(SIZE, now_ns);
+	hz_class_let_go(SIZE);
+	now_ns += 300 * MS;
+	assert_true(hz_class_missed(SIZE, now_ns, DECAY));
+	assert_true(hz_class_warm(SIZE));
+	/* One block let go, one reuse: the next miss is a plain miss. */
+	assert_false(hz_class_missed(SIZE, now_ns, DECAY));
+	/* A block let go, but the miss comes after the decay. */
+	hz_class_let_go(SIZE);
+	now_ns += DECAY;
+	assert_false(hz_class_missed(SIZE, now_ns, DECAY));
+}
+
+static void a_spare_is_what_stayed_cached_a_whole_stay(void **state)
+{
+	unsigned k = 26; /* SIZE's class */
+	bool probe;
+	uint64_t stay;
+
+	(void)state;
+	assert_int_equal(hz_class_spare(k, now_ns, DECAY), 0); /* starts the first look */
+	hz_class_cached(SIZE, true);
+	hz_class_cached(SIZE, true);
+	hz_class_cached(SIZE, false);
+	assert_int_equal(hz_class_spare(k, now_ns, DECAY), 0); /* no stay has passed */
+	stay = hz_class_stay(SIZE, DECAY, &probe);
+	now_ns += stay;
+	/* The low mark was 0 (the look started with nothing cached). */
+	assert_int_equal(hz_class_spare(k, now_ns, DECAY), 0);
+	now_ns += stay;
+	/* One block stayed cached all that stay: a spare. */
+	assert_int_equal(hz_class_spare(k, now_ns, DECAY), SIZE);
+	/* Once given, it starts again. */
+	assert_int_equal(hz_class_spare(k, now_ns, DECAY), 0);
+}
+
+static void dense_evidence_is_per_class_and_replaced_by_the_last_note(void **state)
+{
+	(void)state;
+	assert_false(hz_class_dense(SIZE));
+	hz_class_note_dense(SIZE, true);
+	assert_true(hz_class_dense(SIZE + MiB)); /* the same class */
+	assert_false(hz_class_dense(2 * SIZE));
+	hz_class_note_dense(SIZE, false);
+	assert_false(hz_class_dense(SIZE));
+}
+
+static void forgetting_reuse_keeps_the_page_size_evidence(void **state)
+{
+	(void)state;
+	cycle(10);
+	hz_class_note_dense(SIZE, true);
+	hz_classes_forget_reuse();
+	assert_false(hz_class_warm(SIZE));
+	assert_true(hz_class_dense(SIZE));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(a_class_without_reuse_is_a_short_probe, reset),
+		cmocka_unit_test_setup(reuse_warms_the_class_and_sets_the_stay_from_its_time, reset),
+		cmocka_unit_test_setup(frees_without_reuse_cool_a_warm_class, reset),
+		cmocka_unit_test_setup(a_miss_after_a_block_was_let_go_counts_as_its_reuse_once,
+				       reset),
+		cmocka_unit_test_setup(a_spare_is_what_stayed_cached_a_whole_stay, reset),
+		cmocka_unit_test_setup(dense_evidence_is_per_class_and_replaced_by_the_last_note,
+				       reset),
+		cmocka_unit_test_setup(forgetting_reuse_keeps_the_page_size_evidence, reset),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
