@@ -14,7 +14,6 @@
 #include "prim/memory.h"
 #include "prim/os.h"
 #include "prim/prim.h"
-#include "promote.h"
 #include "range.h"
 #include "sizes.h"
 #include "stats.h"
@@ -236,7 +235,7 @@ static enum hz_backing check_fresh_thp(uintptr_t start, size_t len)
 	return HZ_BACKING_SMALL;
 }
 
-/* ---- lazy huge pages (promote.h) ----
+/* ---- lazy huge pages (the promoter: promote.h) ----
  *
  * With the auto backing and THP in "madvise" mode, a fresh block gets no
  * advice: 4 KiB pages at first touch, as glibc's memory gets, and the
@@ -291,13 +290,20 @@ static bool fresh_thp_fast(void)
 	return __atomic_load_n(&fast, __ATOMIC_RELAXED);
 }
 
-/* Whether a fresh block at start starts on 4 KiB pages (above). */
-static bool starts_lazy(uintptr_t start)
+/* Whether a fresh block starts on 4 KiB pages (above). */
+static bool starts_lazy(bool lazy_ok)
 {
 	const struct hz_config *c = hz_config();
 
-	return c->lazy_thp && c->backing == HZ_BACKING_OPT_AUTO && !c->populate &&
-	       hz_os()->thp.mode == HZ_THP_MADVISE && hz_promote_block_range(start);
+	return lazy_ok && c->lazy_thp && c->backing == HZ_BACKING_OPT_AUTO && !c->populate &&
+	       hz_os()->thp.mode == HZ_THP_MADVISE;
+}
+
+static void (*lazy_watcher)(uintptr_t start, size_t len);
+
+void hz_backing_on_lazy(void (*watch)(uintptr_t start, size_t len))
+{
+	__atomic_store_n(&lazy_watcher, watch, __ATOMIC_RELEASE);
 }
 
 /* A lazy block: no advice (or THP at once, on evidence), tracked for the
@@ -314,15 +320,18 @@ static int map_lazy(uintptr_t start, size_t len, enum hz_backing *got)
 	if (up_front) {
 		hz_class_note_dense(len, false); /* used once */
 		hz_stats_add(thp_up_front, 1);
-	} else if (hz_promote_enabled()) {
-		hz_promote_track(start, len, HZ_PROMOTE_BLOCK);
+	} else {
+		void (*watch)(uintptr_t, size_t) = __atomic_load_n(&lazy_watcher, __ATOMIC_ACQUIRE);
+
+		if (watch)
+			watch(start, len);
 	}
 	return 0;
 }
 
 /* Map 4 KiB or THP memory. Returns the backing actually obtained. */
 static int map_small_or_thp(uintptr_t start, size_t len, enum hz_backing want,
-			    enum hz_backing *got)
+			    bool lazy_ok, enum hz_backing *got)
 {
 	/* Under THP "always", 4 KiB is asked for explicitly (SMALL). */
 	enum hz_prim_pages pages = HZ_PAGES_SMALL;
@@ -330,7 +339,7 @@ static int map_small_or_thp(uintptr_t start, size_t len, enum hz_backing want,
 	bool advised;
 	int ret;
 
-	if (usable && starts_lazy(start))
+	if (usable && starts_lazy(lazy_ok))
 		return map_lazy(start, len, got);
 	if (want == HZ_BACKING_THP)
 		pages = usable ? HZ_PAGES_THP : HZ_PAGES_DEFAULT;
@@ -376,7 +385,7 @@ void hz_backing_name_mapping(uintptr_t start, size_t len, enum hz_backing b)
  * the program's next mmap fails instead). So the limit is checked here,
  * as the kernel would for glibc's mmap of the same block: a refused block
  * goes to the next allocator, which meets the kernel's check. */
-int hz_backing_map(uintptr_t start, size_t len, enum hz_backing want,
+int hz_backing_map(uintptr_t start, size_t len, enum hz_backing want, bool lazy_ok,
 		   enum hz_backing *got)
 {
 	int ret = -ENOMEM;
@@ -395,7 +404,7 @@ int hz_backing_map(uintptr_t start, size_t len, enum hz_backing want,
 				continue;
 			*got = b;
 		} else {
-			ret = map_small_or_thp(start, len, b, got);
+			ret = map_small_or_thp(start, len, b, lazy_ok, got);
 			if (ret != 0)
 				break;
 		}

@@ -3,6 +3,7 @@
 #ifndef HZ_BACKING_H
 #define HZ_BACKING_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,13 +31,21 @@ int hz_backing_thp_usable(void);
 
 /* Map [start, start + len) read-write over the reservation, trying want and
  * then each smaller backing. start and len are multiples of want's page.
- * The memory is zero. Returns 0 and the backing used, or a negative errno
- * value with the reservation intact; -EEXIST when a failed mapping left a
- * hole that another mapping took part of (hz_prim_commit): the range is
- * not ours any more, and must never be mapped over. Memory goes back with
- * hz_blocks_drop_memory (blocks.h). */
-int hz_backing_map(uintptr_t start, size_t len, enum hz_backing want,
+ * The memory is zero. lazy_ok: a block of the regions, which may start on
+ * 4 KiB pages and be collapsed once dense (backing.c); jemalloc's extents
+ * get what they ask for. Returns 0 and the backing used, or a negative
+ * errno value with the reservation intact; -EEXIST when a failed mapping
+ * left a hole that another mapping took part of (hz_prim_commit): the
+ * range is not ours any more, and must never be mapped over. Memory goes
+ * back with hz_blocks_drop_memory (blocks.h). */
+int hz_backing_map(uintptr_t start, size_t len, enum hz_backing want, bool lazy_ok,
 		   enum hz_backing *got);
+
+/* Who watches a block that starts on 4 KiB pages, to collapse it once it
+ * is dense (the promoter, through the pre-zero thread): installed once by
+ * the layer that composes the two (recycle.c), so that the backing calls
+ * nothing above it. NULL, as at start: nobody watches. */
+void hz_backing_on_lazy(void (*watch)(uintptr_t start, size_t len));
 
 /* The backing's name in messages and the stats ("hugetlb1g", "thp", "4k"),
  * "?" if none. */

@@ -26,6 +26,7 @@
 #include "prim/prim.h"
 #include "range.h"
 #include "stats.h"
+#include "zero.h"
 
 static struct hz_lock lock = HZ_LOCK_INIT;
 static struct hz_lock grow_lock = HZ_LOCK_INIT;
@@ -331,7 +332,7 @@ int hz_blocks_alloc(size_t size, size_t align, void **out)
 		hz_stats_fallback(HZ_FB_RESERVE_FULL);
 		return ret;
 	}
-	ret = hz_backing_map(hz_region_addr(r, first), len, want, &got);
+	ret = hz_backing_map(hz_region_addr(r, first), len, want, true, &got);
 	if (ret != 0) {
 		hz_blocks_unclaim_after(ret, r, first, len / HZ_GRANULE);
 		hz_stats_fallback(HZ_FB_MAP_FAILED);
@@ -504,18 +505,11 @@ void hz_blocks_revive(const struct hz_span *span)
 	count_blocks(1);
 }
 
-static uint64_t handouts;
-
 void hz_blocks_count_live(int64_t delta)
 {
 	if (delta > 0)
-		__atomic_add_fetch(&handouts, 1, __ATOMIC_RELEASE);
+		hz_zero_handed_out();
 	hz_stats_live(delta);
-}
-
-uint64_t hz_blocks_handouts(void)
-{
-	return __atomic_load_n(&handouts, __ATOMIC_ACQUIRE);
 }
 
 void hz_blocks_release_span(const struct hz_span *span)

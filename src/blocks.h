@@ -137,12 +137,6 @@ void hz_blocks_reserve_free(void);
  * foreign span (below) is reset first: hz_prim_reset_reservation. */
 void hz_blocks_release_span(const struct hz_span *span);
 
-/* How many times memory was handed to the program so far (a new block, a
- * revived span, a block grown in place): a free range that reads the same
- * count at two moments was written by nobody in between (zero.c keeps a
- * residency pass on it meanwhile). */
-uint64_t hz_blocks_handouts(void);
-
 /* ---- foreign blocks (blocks_foreign.c) ----
  *
  * A block the program changed the mapping of (mprotect, mlock, madvise

@@ -25,7 +25,7 @@ static inline uintptr_t hz_region_addr(const struct hz_block_region *r, size_t i
  * a block). r may be NULL. */
 struct block_meta *hz_blocks_live(const void *p, const char *what, struct hz_block_region **r);
 
-/* Live bytes grew (a hand-out: hz_blocks_handouts) or shrank by delta. */
+/* Live bytes grew (a hand-out, which zero.c counts) or shrank by delta. */
 void hz_blocks_count_live(int64_t delta);
 
 /* size rounded up to whole pages of page; -ENOMEM past HZ_BLOCK_MAX. */

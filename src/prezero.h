@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "cache.h"
+#include "promote.h" /* enum hz_promote_kind */
 #include "zero.h"
 
 /* ---- the guard (program threads) ---- */
@@ -48,10 +49,13 @@ bool hz_prezero_welcome(void);
  * time does not run and is not welcome yet. */
 bool hz_prezero_holds_probes(void);
 
-/* The promoter tracks a range since then (promote.h): the thread starts
- * now when welcome, else once the oldest such range has waited the
- * collapse delay, at this call or a later hz_prezero_poke. */
-void hz_prezero_start_for_promotion(uint64_t since);
+/* [start, start + len) may be collapsed to huge pages once dense: the
+ * promoter watches it when it runs (hz_promote_enabled, and the thread in
+ * mode thread), and the thread starts now when welcome, else once the
+ * oldest such range has waited the collapse delay, at this call or a later
+ * hz_prezero_poke. The backing reports its lazy blocks here (installed by
+ * recycle.c), the preload its aligned mmaps. */
+void hz_prezero_watch(uintptr_t start, size_t len, enum hz_promote_kind kind);
 
 /* A large request or free: starts the thread if a range has waited the
  * collapse delay for it. Never waits. */

@@ -136,7 +136,9 @@ bool hz_prezero_holds_probes(void)
 	return hz_prezero_mode() != HZ_PREZERO_OPT_THREAD || hz_prezero_welcome();
 }
 
-void hz_prezero_start_for_promotion(uint64_t since)
+/* The promoter tracks a range since then: the thread starts now when
+ * welcome, else once the oldest such range has waited the collapse delay. */
+static void start_for_promotion(uint64_t since)
 {
 	uint64_t w = __atomic_load_n(&promotion_waits_since, __ATOMIC_RELAXED);
 
@@ -149,6 +151,14 @@ void hz_prezero_start_for_promotion(uint64_t since)
 					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		;
 	hz_prezero_poke();
+}
+
+void hz_prezero_watch(uintptr_t start, size_t len, enum hz_promote_kind kind)
+{
+	if (hz_prezero_mode() != HZ_PREZERO_OPT_THREAD || !hz_promote_enabled())
+		return;
+	if (hz_promote_track(start, len, kind))
+		start_for_promotion(hz_prim_now_ns());
 }
 
 void hz_prezero_poke(void)

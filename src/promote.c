@@ -42,7 +42,6 @@
 #include "classes.h"
 #include "config.h"
 #include "log.h"
-#include "prezero.h"
 #include "promote_density.h"
 #include "promote_share.h"
 #include "prim/memory.h"
@@ -123,7 +122,7 @@ static unsigned rr; /* the promoter's next slot */
 bool hz_promote_enabled(void)
 {
 	return hz_config()->lazy_thp && hz_os()->thp.mode == HZ_THP_MADVISE &&
-	       hz_prezero_mode() == HZ_PREZERO_OPT_THREAD && hz_backing_thp_usable();
+	       hz_backing_thp_usable();
 }
 
 /* A block range the promoter finished with is the evidence for its size
@@ -131,11 +130,6 @@ bool hz_promote_enabled(void)
 static void note_class(const struct slot *s)
 {
 	hz_class_note_dense(s->len, s->whole);
-}
-
-bool hz_promote_block_range(uintptr_t start)
-{
-	return hz_blocks_owns((void *)start);
 }
 
 static uint32_t load_word(struct slot *s)
@@ -312,14 +306,14 @@ static void bound_mmaps(uintptr_t start, uintptr_t end)
 		;
 }
 
-void hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind)
+bool hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind)
 {
 	size_t hp = len / HZ_SZ_2M;
 	uint32_t seg_hp = (uint32_t)((hp + SEG_MAX - 1) / SEG_MAX);
 	struct slot *s;
 
 	if (start % HZ_SZ_2M || hp == 0)
-		return;
+		return false;
 	if (kind == HZ_PROMOTE_BLOCK) /* its granules were mapped again */
 		forget_kind(start, start + len, HZ_PROMOTE_BLOCK, false);
 	s = hp <= (size_t)SEG_MAX * SEG_HP_MAX ? claim_slot() : NULL;
@@ -327,7 +321,7 @@ void hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind)
 		s = evict_block();
 	if (!s) {
 		hz_stats_add(promote_left_4k, 1);
-		return;
+		return false;
 	}
 	/* Atomic: a forget or an eviction may read a slot it saw live a
 	 * moment ago; its CAS on the word then fails on the new generation. */
@@ -351,7 +345,7 @@ void hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind)
 	__atomic_store_n(&tracked_any, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&next_tick, 0, __ATOMIC_RELAXED);
 	hz_stats_add(promote_tracked, 1);
-	hz_prezero_start_for_promotion(s->since);
+	return true;
 }
 
 /* ---- the promoter (the pre-zero thread) ---- */

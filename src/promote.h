@@ -19,19 +19,20 @@ enum hz_promote_kind {
 			   * until the program unmaps, moves or maps over it */
 };
 
-/* Whether ranges are promoted now: HUGEZERO_PROMOTE is on, THP is in
+/* Whether ranges can be promoted: HUGEZERO_PROMOTE is on, THP is in
  * "madvise" mode (under "always" the kernel already gives THP at fault, as
- * it does for glibc's memory; under "never" there is none), the process
- * has not disabled THP (prctl), and the pre-zero thread runs (mode
- * thread: not under a memory cgroup limit). */
+ * it does for glibc's memory; under "never" there is none) and the process
+ * has not disabled THP (prctl). The promoter runs on the pre-zero thread,
+ * so it promotes only where that thread runs (hz_prezero_watch). */
 bool hz_promote_enabled(void);
 
 /* Watch [start, start + len) (start 2 MiB aligned; the whole 2 MiB ranges
- * inside it are candidates), and start the pre-zero thread if it does not
- * run. A block range replaces every block range it overlaps (the granules
- * were mapped again). Lock-free; when the tracker is full the range stays
- * on 4 KiB pages (counted). Call only when hz_promote_enabled(). */
-void hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind);
+ * inside it are candidates). A block range replaces every block range it
+ * overlaps (the granules were mapped again). Lock-free; when the tracker
+ * is full the range stays on 4 KiB pages (counted) and false is returned.
+ * Call only when hz_promote_enabled(), through hz_prezero_watch, which
+ * starts the thread that runs the promoter. */
+bool hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind);
 
 /* The program is about to unmap, move or map over [start, start + len):
  * forget every mmap range it touches. If the promoter is collapsing one of
@@ -51,11 +52,6 @@ void hz_promote_leave(uintptr_t start, size_t len);
  * a bounded budget, if a tick is due. Returns the nanoseconds until the
  * next tick is due (the thread sleeps at most that long). */
 uint64_t hz_promote_tick(uint64_t now);
-
-/* Whether start lies in the regions of blocks (blocks.h): the promoter
- * tracks those; other users of the backing (jemalloc's extents) are not
- * tracked. */
-bool hz_promote_block_range(uintptr_t start);
 
 #ifdef HZ_TEST_CORE
 /* Tests: the next tick is due at once, with the backoff reset. */

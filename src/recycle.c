@@ -11,6 +11,7 @@
 
 #include <errno.h>
 
+#include "backing.h"
 #include "blocks.h"
 #include "cache.h"
 #include "prezero.h"
@@ -227,6 +228,27 @@ static void make_room(size_t size, const struct hz_span *reused)
 	hz_prezero_release(&b);
 }
 
+static void watch_block(uintptr_t start, size_t len)
+{
+	hz_prezero_watch(start, len, HZ_PROMOTE_BLOCK);
+}
+
+/* What the lower mechanisms report goes up to those that act on it: a
+ * block started on 4 KiB pages to the promoter (through the thread that
+ * runs it), a hole found while zeroing to the foreign marks. Installed
+ * before the first block is mapped; the stores are the same every time,
+ * so a race between two first requests is harmless. */
+static void wire_reports(void)
+{
+	static int wired;
+
+	if (__atomic_load_n(&wired, __ATOMIC_ACQUIRE))
+		return;
+	hz_backing_on_lazy(watch_block);
+	hz_zero_on_hole(hz_blocks_mark_foreign);
+	__atomic_store_n(&wired, 1, __ATOMIC_RELEASE);
+}
+
 int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 {
 	struct hz_cache_batch b = { .count = 0 };
@@ -234,6 +256,7 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 	size_t dirty = 0;
 	int ret;
 
+	wire_reports();
 	/* Larger than any block: nothing can serve it, and rounding it up to
 	 * granules (hz_cache_granules_for) would wrap around to a small size
 	 * that a cached span fits (malloc(SIZE_MAX) returned 0 bytes). */

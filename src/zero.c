@@ -5,7 +5,6 @@
 #include <sys/mman.h>
 
 #include "../include/hugezero.h"
-#include "blocks.h"
 #include "clear/policy.h"
 #include "prim/memory.h"
 #include "prim/prim.h"
@@ -72,7 +71,7 @@ static bool use_cached_stores(size_t len, uintptr_t hint)
  * pass costs as much as the drop of a sparse block. They are kept only
  * while nothing can have written the range: until the next hz_zero_*
  * call of the thread, and only while no block was handed out anywhere
- * since (hz_blocks_handouts; the range is free, so only a hand-out, then
+ * since (hz_zero_handed_out; the range is free, so only a hand-out, then
  * a write, could make them stale). Many runs (more than fit) are not kept. */
 #define KEPT_RUNS 32
 
@@ -90,6 +89,23 @@ struct kept {
 };
 
 static __thread struct kept kept;
+static uint64_t handouts;
+static void (*on_hole)(uintptr_t start, size_t len);
+
+void hz_zero_handed_out(void)
+{
+	__atomic_add_fetch(&handouts, 1, __ATOMIC_RELEASE);
+}
+
+static uint64_t handouts_now(void)
+{
+	return __atomic_load_n(&handouts, __ATOMIC_ACQUIRE);
+}
+
+void hz_zero_on_hole(void (*mark)(uintptr_t start, size_t len))
+{
+	__atomic_store_n(&on_hole, mark, __ATOMIC_RELEASE);
+}
 
 /* What the last user left: its resident bytes, and the bytes of the
  * 2 MiB ranges holding them (what huge pages would make resident). */
@@ -129,7 +145,7 @@ static int residency(uintptr_t start, size_t len, hz_prim_page_fn *fn, void *ctx
 {
 	struct hz_range r = hz_range_make(start, len);
 	bool mine = kept.valid && kept.range.start == r.start && kept.range.end == r.end &&
-		    kept.epoch == hz_blocks_handouts();
+		    kept.epoch == handouts_now();
 
 	kept.valid = false;
 	if (!mine)
@@ -220,7 +236,7 @@ static int last_use(uintptr_t start, size_t len, struct use *u)
 	int ret;
 
 	*u = (struct use){ .resident = 0 };
-	kept = (struct kept){ .valid = true, .epoch = hz_blocks_handouts(),
+	kept = (struct kept){ .valid = true, .epoch = handouts_now(),
 			      .range = hz_range_make(start, len) };
 	ret = hz_prim_residency_scan(start, len, keep_run, u, &exact);
 	kept.exact = exact;
@@ -238,8 +254,9 @@ static int last_use(uintptr_t start, size_t len, struct use *u)
  * range mapped: a hole made since, or a failure that was not one (fault
  * injection). It is asked again: when the rest is all mapped, it is
  * cleared whole (its residency is unknown, and it is known to be there).
- * When not, nothing more is written, and the range is marked foreign, so
- * the recycler, which reads the mark after zeroing, never hands it out. */
+ * When not, nothing more is written, and the range is reported (on_hole:
+ * the blocks mark it foreign), so the recycler, which reads the mark after
+ * zeroing, never hands it out. */
 static void finish_after_failed_probe(struct walk *w, uintptr_t end)
 {
 	struct hz_range rest = { w->reached, end };
@@ -247,7 +264,10 @@ static void finish_after_failed_probe(struct walk *w, uintptr_t end)
 	if (hz_range_empty(rest))
 		return;
 	if (!hz_prim_all_mapped(rest.start, hz_range_len(rest))) {
-		hz_blocks_mark_foreign(rest.start, hz_range_len(rest));
+		void (*mark)(uintptr_t, size_t) = __atomic_load_n(&on_hole, __ATOMIC_ACQUIRE);
+
+		if (mark)
+			mark(rest.start, hz_range_len(rest));
 		return;
 	}
 	clear_run(w, rest, hz_range_contains(rest, w->hint) ? w->hint : 0);

@@ -56,6 +56,16 @@ int hz_zero_choose(uintptr_t start, size_t len, enum hz_zero_how how,
 size_t hz_zero_with(uintptr_t start, size_t len, uintptr_t hint,
 		    enum hz_zero_method method, enum hz_zero_how how);
 
+/* A block was handed out, which may then be written: a residency pass
+ * kept for hz_zero_with (zero.c) may be stale from then on. */
+void hz_zero_handed_out(void);
+
+/* Who hears of a range found to have a hole while it was being zeroed
+ * (nothing more of it is written): the blocks, which mark it foreign so
+ * that it is never handed out. Installed once by the layer that composes
+ * the two (recycle.c); NULL, as at start: nobody. */
+void hz_zero_on_hole(void (*mark)(uintptr_t start, size_t len));
+
 /* Did the start-up probe find mincore and MADV_DONTNEED behaving as on
  * Linux (false under some emulators)? Without them whole ranges are
  * cleared. */

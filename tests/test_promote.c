@@ -20,6 +20,7 @@
 
 #include "../src/check.h" /* not tests/check.h, the CHECK macro */
 #include "config.h"
+#include "prezero.h"
 #include "promote.h"
 #include "promote_share.h"
 #include "recycle.h"
@@ -58,7 +59,7 @@ static void need_promotion(void)
 	char *p;
 	int ret;
 
-	if (!hz_promote_enabled()) {
+	if (!hz_promote_enabled() || hz_prezero_mode() != HZ_PREZERO_OPT_THREAD) {
 		print_message("skipped: no promotion here (THP not in madvise mode, disabled by "
 			      "prctl, or the pre-zero thread off)\n");
 		skip();
@@ -209,7 +210,7 @@ static void program_nohugepage_range_is_never_collapsed(void **state)
 	p = map_aligned(len);
 	assert_int_equal(madvise(p, len, MADV_NOHUGEPAGE), 0);
 	memset(p, 3, len);
-	hz_promote_track((uintptr_t)p, len, HZ_PROMOTE_MMAP);
+	hz_prezero_watch((uintptr_t)p, len, HZ_PROMOTE_MMAP);
 	for (int i = 0; i < 50 && hz_stats.promote_left_4k == left; i++) {
 		hz_promote_test_kick();
 		usleep(100000);
@@ -305,7 +306,7 @@ static void range_unmapped_during_promotion_is_left_alone(void **state)
 		char *p = map_aligned(len), *q;
 
 		memset(p, 9, len);
-		hz_promote_track((uintptr_t)p, len, HZ_PROMOTE_MMAP);
+		hz_prezero_watch((uintptr_t)p, len, HZ_PROMOTE_MMAP);
 		hz_promote_test_kick();
 		usleep((round % 8) * 25000);
 		raced += huge_kb(p, len) > 0 && huge_kb(p, len) < len >> 10;

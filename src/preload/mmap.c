@@ -20,6 +20,7 @@
 #include "../log.h"
 #include "../prim/memory.h"
 #include "../prim/prim.h"
+#include "../prezero.h"
 #include "../promote.h"
 #include "../range.h"
 #include "../sizes.h"
@@ -66,8 +67,8 @@ static void *map_aligned(size_t len, int prot, int flags)
 		return MAP_FAILED;
 	if (!hz_config()->lazy_thp)
 		hz_prim_madvise(start, size, MADV_HUGEPAGE);
-	else if (hz_promote_enabled())
-		hz_promote_track((uintptr_t)start, size, HZ_PROMOTE_MMAP);
+	else
+		hz_prezero_watch((uintptr_t)start, size, HZ_PROMOTE_MMAP);
 	hz_stats_add(mmaps_aligned, 1);
 	hz_stats_add(mmap_bytes, size);
 	return start;
