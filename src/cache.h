@@ -6,7 +6,7 @@
  * the inline helpers of range.h and sizes.h, the size-class ledger
  * (classes.h: the reuse evidence a span's stay comes from, kept under the
  * same exclusion as the table), backing's page size of a
- * backing (hz_backing_page, a table lookup), blocks.h's
+ * backing (hz_backing_page, a table lookup), span.h's
  * hz_blocks_same_region (atomic loads of the region map, so that no merge
  * crosses two regions), the stats' atomic counters and the shared budget's
  * (below), and the probes' hold function its owner installed
@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "blocks.h"
+#include "span.h"
 #include "options.h" /* enum hz_prezero_opt, generated from options.def */
 
 /* ---- the policy (cache_policy.c) ---- */
