@@ -186,6 +186,7 @@ static int append_preload(void)
 {
 	const char *old = getenv("LD_PRELOAD");
 	char path[4096], *value;
+	int ret;
 
 	if (find_preload("run", path, sizeof(path)) != 0)
 		return -1;
@@ -197,10 +198,12 @@ static int append_preload(void)
 	} else {
 		value = strdup(path);
 	}
-	if (!value || setenv("LD_PRELOAD", value, 1) != 0)
+	if (!value)
 		return -1;
+	/* setenv copies it, also when it fails */
+	ret = setenv("LD_PRELOAD", value, 1);
 	free(value);
-	return 0;
+	return ret == 0 ? 0 : -1;
 }
 
 static int cmd_run(int argc, char **argv)

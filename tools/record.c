@@ -157,11 +157,11 @@ static void write_row(FILE *out, double secs, const struct hz_stats *s)
 {
 	fprintf(out, "%.3f\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\n",
 		secs, (unsigned long long)s->live_bytes, (unsigned long long)s->cache_bytes,
-		(unsigned long long)(s->bytes[HZ_BACKING_HUGETLB1G] +
-				     s->bytes[HZ_BACKING_HUGETLB2M]),
+		(unsigned long long)s->bytes[HZ_BACKING_HUGETLB1G] +
+			(unsigned long long)s->bytes[HZ_BACKING_HUGETLB2M],
 		(unsigned long long)s->bytes[HZ_BACKING_THP],
 		(unsigned long long)s->bytes[HZ_BACKING_SMALL],
-		(unsigned long long)(s->prezeroed_bytes + s->assisted_bytes),
+		(unsigned long long)s->prezeroed_bytes + (unsigned long long)s->assisted_bytes,
 		(unsigned long long)less(s->cleared_bytes, s->assisted_bytes),
 		(unsigned long long)s->cache_hits, (unsigned long long)s->cache_misses,
 		(unsigned long long)s->thp_promoted,
