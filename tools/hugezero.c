@@ -1,7 +1,7 @@
 /* hugezero: run programs under hugezero and explain the system's readiness.
  *
  *   hugezero run [--record FILE] [OPTIONS] [--] CMD [ARGS...]
- *   hugezero plot FILE [-o PNG]
+ *   hugezero plot FILE [-o PNG] [-t TITLE]
  *   hugezero status
  *   hugezero stats [--json] [--watch [SECONDS]] [PID]
  *   hugezero --version | --help
@@ -34,7 +34,7 @@ static const char usage_main[] =
 	"commands:\n"
 	"  run [OPTIONS] [--] CMD [ARGS...]  run CMD with libhugezero-preload.so;\n"
 	"                                    --record FILE: its counters over time\n"
-	"  plot FILE [-o PNG]                draw a --record FILE (needs gnuplot)\n"
+	"  plot FILE [-o PNG] [-t TITLE]     draw a --record FILE (needs gnuplot)\n"
 	"  status                            kernel, huge pages, CPU and options, with advice\n"
 	"  stats [--json] [--watch [SECONDS]] [PID]\n"
 	"                                    a running process's exit report, now; no PID: list\n"

@@ -1,4 +1,4 @@
-/* hugezero plot FILE [-o PNG]: draws what `hugezero run --record FILE`
+/* hugezero plot FILE [-o PNG] [-t TITLE]: draws what `hugezero run --record FILE`
  * wrote, in three panels over time (memory, zeroing, reuse), with gnuplot.
  * The script is written here and fed to gnuplot's standard input, so the
  * command works the same from the build tree and installed, with no data
@@ -17,7 +17,7 @@
 #define EXIT_USAGE 2
 
 static const char usage_plot[] =
-	"usage: hugezero plot FILE [-o PNG]\n"
+	"usage: hugezero plot FILE [-o PNG] [-t TITLE]\n"
 	"\n"
 	"Draws a recording of `hugezero run --record FILE` as a PNG (900x600) in\n"
 	"three panels over time: memory (large blocks live, the cache, bytes mapped\n"
@@ -25,8 +25,9 @@ static const char usage_plot[] =
 	"and reuse (blocks reused, fresh, promoted to THP). Runs gnuplot, which\n"
 	"must be on PATH (Debian, Ubuntu: the gnuplot-nox package).\n"
 	"\n"
-	"  -o PNG    the picture (default: FILE with .png for its extension)\n"
-	"  --help    this text\n"
+	"  -o PNG      the picture (default: FILE with .png for its extension)\n"
+	"  -t TITLE    the picture's title (default: FILE's name)\n"
+	"  --help      this text\n"
 	"\n"
 	"exit status: 0 success, 2 usage error, 1 FILE unreadable or not a\n"
 	"recording, gnuplot missing or failed.\n";
@@ -36,26 +37,29 @@ static const char script[] =
 	"set terminal pngcairo size 900,600 noenhanced font ',9'\n"
 	"set datafile separator '\\t'\n"
 	"MiB = 1048576.0\n"
+	"GiB = 1073741824.0\n"
 	"t = 'elapsed_s'\n"
 	"c(name) = column(name)\n"
 	"set multiplot layout 3,1 title title font ',10'\n"
 	"set lmargin at screen 0.08\n"
-	"set rmargin at screen 0.74\n"
+	"set rmargin at screen 0.76\n"
+	"set autoscale xfix\n"
 	"set key outside right top\n"
 	"set grid\n"
 	"set format x ''\n"
 	"set ylabel 'MiB'\n"
-	"set title 'memory: large blocks live and cached now; bytes mapped so far'\n"
+	"set title 'memory: large blocks live and cached now; bytes of new blocks so far (dashed)'\n"
 	"plot in using t:(c('live_bytes')/MiB) with lines lw 2 lc rgb '0xd95f02' title 'live', \\\n"
 	"  in using t:(c('cache_bytes')/MiB) with lines lw 2 lc rgb '0x1b9e77' title 'cache', \\\n"
 	"  in using t:((c('new_hugetlb_bytes') + c('new_thp_bytes'))/MiB) with lines dt 2 lw 2 \\\n"
-	"    lc rgb '0x7570b3' title 'mapped huge (hugetlb+THP)', \\\n"
+	"    lc rgb '0x7570b3' title 'on huge pages', \\\n"
 	"  in using t:(c('new_4k_bytes')/MiB) with lines dt 2 lw 2 lc rgb '0x999999' \\\n"
-	"    title 'mapped 4 KiB'\n"
+	"    title 'on 4 KiB pages'\n"
 	"set title 'zeroing so far: off the critical path (pre-zero thread) and on it (calloc)'\n"
-	"plot in using t:(c('zeroed_by_thread_bytes')/MiB) with lines lw 2 lc rgb '0x1b9e77' \\\n"
+	"set ylabel 'GiB'\n"
+	"plot in using t:(c('zeroed_by_thread_bytes')/GiB) with lines lw 2 lc rgb '0x1b9e77' \\\n"
 	"    title 'pre-zero thread', \\\n"
-	"  in using t:(c('zeroed_by_calloc_bytes')/MiB) with lines lw 2 lc rgb '0xd95f02' \\\n"
+	"  in using t:(c('zeroed_by_calloc_bytes')/GiB) with lines lw 2 lc rgb '0xd95f02' \\\n"
 	"    title 'calloc'\n"
 	"set title 'large requests so far: served by reuse or by a fresh block; blocks promoted to THP'\n"
 	"set format x '%g'\n"
@@ -209,7 +213,7 @@ static char *default_output(const char *file)
 	return out;
 }
 
-static int plot(const char *file, const char *out)
+static int plot(const char *file, const char *out, const char *title)
 {
 	const char *slash = strrchr(file, '/');
 	struct stat st;
@@ -221,7 +225,7 @@ static int plot(const char *file, const char *out)
 			"Ubuntu: apt-get install gnuplot-nox)\n");
 		return 1;
 	}
-	if (run_gnuplot(file, out, slash ? slash + 1 : file) != 0)
+	if (run_gnuplot(file, out, title ? title : slash ? slash + 1 : file) != 0)
 		return 1;
 	if (stat(out, &st) != 0 || st.st_size == 0) {
 		fprintf(stderr, "hugezero plot: gnuplot wrote nothing to %s\n", out);
@@ -232,7 +236,7 @@ static int plot(const char *file, const char *out)
 
 int hz_cmd_plot(int argc, char **argv)
 {
-	const char *file = NULL, *out = NULL;
+	const char *file = NULL, *out = NULL, *title = NULL;
 	char *made = NULL;
 	int ret;
 
@@ -242,6 +246,8 @@ int hz_cmd_plot(int argc, char **argv)
 			return 0;
 		} else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc && !out) {
 			out = argv[++i];
+		} else if (strcmp(argv[i], "-t") == 0 && i + 1 < argc && !title) {
+			title = argv[++i];
 		} else if (argv[i][0] != '-' && !file) {
 			file = argv[i];
 		} else {
@@ -256,7 +262,7 @@ int hz_cmd_plot(int argc, char **argv)
 	}
 	if (!out)
 		out = made = default_output(file);
-	ret = out ? plot(file, out) : 1;
+	ret = out ? plot(file, out, title) : 1;
 	free(made);
 	return ret;
 }

@@ -55,8 +55,14 @@ else
 	check "plot writes a PNG (its magic bytes)" \
 		bash -c "[ \"\$(head -c 8 '$tmp/run.png' | od -An -tx1 | tr -d ' \n')\" = 89504e470d0a1a0a ]"
 	check "plot says nothing (gnuplot printed no warning)" [ ! -s "$tmp/plot.err" ]
+	rm -f "$tmp/run.png"
 	"$hz" plot "$tmp/run.tsv" >/dev/null 2>&1
 	check "plot without -o writes FILE with .png for its extension" [ -s "$tmp/run.png" ]
+	# gnuplot reads the names inside its own quotes: a quote in them is doubled.
+	cp "$tmp/run.tsv" "$tmp/it's a run.tsv"
+	check "plot -t TITLE, file names with a quote and spaces" \
+		"$hz" plot "$tmp/it's a run.tsv" -o "$tmp/it's a run.png" -t "record_target's run"
+	check "... writes that PNG" [ -s "$tmp/it's a run.png" ]
 fi
 
 # ---- exit status, as run's ----
