@@ -23,8 +23,12 @@
 
 /* 10 ms between looks for the child's counters before they are first
  * found: the preload publishes them in its constructor, before main, so
- * a program that runs less than a sample interval still gets a row. */
+ * a program that runs less than a sample interval still gets a row. After
+ * 1 s (SEARCH_FAST_NS) of looking, one look per interval: a look at a
+ * program without them (HUGEZERO_DISABLE=1) reads up to 64 MiB page by
+ * page (stats_cmd.c). */
 #define SEARCH_NS 10000000ull
+#define SEARCH_FAST_NS 1000000000ull
 
 static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
 #define FORWARDED_COUNT (sizeof(forwarded) / sizeof(forwarded[0]))
@@ -213,15 +217,21 @@ static int sample_until_exit(struct recording *r)
 	int status = 0;
 
 	for (;;) {
-		pid_t w = waitpid(r->pid, &status, WNOHANG);
+		pid_t w;
 		uint64_t now;
 
+		/* Before the wait: an end after it cuts the sleep short. */
+		child_ended = 0;
+		w = waitpid(r->pid, &status, WNOHANG);
 		if (w == r->pid || (w < 0 && errno != EINTR))
 			return w == r->pid ? status : 0;
-		child_ended = 0;
 		take_sample(r);
 		now = now_ns();
-		next = r->found ? next + HZ_RECORD_INTERVAL_NS : now + SEARCH_NS;
+		if (r->found)
+			next += HZ_RECORD_INTERVAL_NS;
+		else
+			next = now + (now - r->start < SEARCH_FAST_NS ? SEARCH_NS
+								 : HZ_RECORD_INTERVAL_NS);
 		if (next < now) /* behind (a stopped machine): skip, do not catch up */
 			next = now + HZ_RECORD_INTERVAL_NS;
 		sleep_until(next);
