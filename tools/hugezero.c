@@ -117,10 +117,10 @@ static void usage_run(FILE *out)
 	snprintf(verbose, sizeof(verbose), "%s=1; twice for 2",
 		 hz_option_desc(HZ_OPT_VERBOSE)->env);
 	usage_line(out, "--verbose, -v", verbose);
-	usage_line(out, "--record FILE", "run CMD in a child and write its counters to FILE");
-	fputs("  every 0.1 s while it runs (tab-separated, a header line; only CMD's own\n"
-	      "  process is sampled, not the processes it starts); hugezero plot FILE\n"
-	      "  draws them\n", out);
+	usage_line(out, "--record FILE", "run CMD in a child, writing its counters to");
+	usage_line(out, "", "FILE every 0.1 s (tab-separated, a header line);");
+	usage_line(out, "", "only CMD's own process, not those it starts.");
+	usage_line(out, "", "hugezero plot FILE draws them");
 	usage_line(out, "--help", "this text");
 }
 
