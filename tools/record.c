@@ -85,8 +85,9 @@ static void exec_child(char **cmd, const sigset_t *mask, int report_fd)
 	sigprocmask(SIG_SETMASK, mask, NULL);
 	execvp(cmd[0], cmd);
 	err = errno;
-	if (write(report_fd, &err, sizeof(err)) != (ssize_t)sizeof(err))
-		_exit(127);
+	/* Lost, the parent still sees this child exit with 127. */
+	while (write(report_fd, &err, sizeof(err)) < 0 && errno == EINTR)
+		;
 	_exit(127);
 }
 
