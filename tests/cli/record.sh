@@ -5,6 +5,7 @@
 # status, a signal death, signals sent to hugezero); the errors a user can
 # hit, each with its message and exit status.
 # usage: record.sh HUGEZERO_BIN RECORD_TARGET_BIN
+# shellcheck disable=SC2016 # awk programs and sh -c scripts, quoted for them
 set -uo pipefail
 hz=$1
 target=$2
