@@ -55,7 +55,9 @@ else
 	check "plot exits 0" [ $? = 0 ]
 	check "plot writes a PNG (its magic bytes)" \
 		bash -c "[ \"\$(head -c 8 '$tmp/run.png' | od -An -tx1 | tr -d ' \n')\" = 89504e470d0a1a0a ]"
-	check "plot says nothing (gnuplot printed no warning)" [ ! -s "$tmp/plot.err" ]
+	# Only gnuplot's own warnings: a font library may complain of its cache.
+	check "gnuplot printed no warning (a column name or script error)" \
+		bash -c "! grep -qi warning '$tmp/plot.err'"
 	rm -f "$tmp/run.png"
 	"$hz" plot "$tmp/run.tsv" >/dev/null 2>&1
 	check "plot without -o writes FILE with .png for its extension" [ -s "$tmp/run.png" ]
