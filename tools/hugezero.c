@@ -1,6 +1,7 @@
 /* hugezero: run programs under hugezero and explain the system's readiness.
  *
- *   hugezero run [OPTIONS] [--] CMD [ARGS...]
+ *   hugezero run [--record FILE] [OPTIONS] [--] CMD [ARGS...]
+ *   hugezero plot FILE [-o PNG] [-t TITLE]
  *   hugezero status
  *   hugezero stats [--json] [--watch [SECONDS]] [PID]
  *   hugezero --version | --help
@@ -22,6 +23,7 @@
 #include "prim/features.h"
 #include "prim/prim.h"
 #include "quickbench.h"
+#include "record.h"
 #include "stats_cmd.h"
 
 #define EXIT_USAGE 2
@@ -30,7 +32,9 @@ static const char usage_main[] =
 	"usage: hugezero COMMAND [ARGS...]\n"
 	"\n"
 	"commands:\n"
-	"  run [OPTIONS] [--] CMD [ARGS...]  run CMD with libhugezero-preload.so\n"
+	"  run [OPTIONS] [--] CMD [ARGS...]  run CMD with libhugezero-preload.so;\n"
+	"                                    --record FILE: its counters over time\n"
+	"  plot FILE [-o PNG] [-t TITLE]     draw a --record FILE (needs gnuplot)\n"
 	"  status                            kernel, huge pages, CPU and options, with advice\n"
 	"  stats [--json] [--watch [SECONDS]] [PID]\n"
 	"                                    a running process's exit report, now; no PID: list\n"
@@ -113,6 +117,10 @@ static void usage_run(FILE *out)
 	snprintf(verbose, sizeof(verbose), "%s=1; twice for 2",
 		 hz_option_desc(HZ_OPT_VERBOSE)->env);
 	usage_line(out, "--verbose, -v", verbose);
+	usage_line(out, "--record FILE", "run CMD in a child, writing its counters to");
+	usage_line(out, "", "FILE every 0.1 s (tab-separated, a header line);");
+	usage_line(out, "", "only CMD's own process, not those it starts.");
+	usage_line(out, "", "hugezero plot FILE draws them");
 	usage_line(out, "--help", "this text");
 }
 
@@ -178,6 +186,7 @@ static int append_preload(void)
 {
 	const char *old = getenv("LD_PRELOAD");
 	char path[4096], *value;
+	int ret;
 
 	if (find_preload("run", path, sizeof(path)) != 0)
 		return -1;
@@ -189,14 +198,17 @@ static int append_preload(void)
 	} else {
 		value = strdup(path);
 	}
-	if (!value || setenv("LD_PRELOAD", value, 1) != 0)
+	if (!value)
 		return -1;
+	/* setenv copies it, also when it fails */
+	ret = setenv("LD_PRELOAD", value, 1);
 	free(value);
-	return 0;
+	return ret == 0 ? 0 : -1;
 }
 
 static int cmd_run(int argc, char **argv)
 {
+	const char *record = NULL;
 	int verbose = 0, i;
 
 	for (i = 1; i < argc; i++) {
@@ -216,6 +228,13 @@ static int cmd_run(int argc, char **argv)
 			if (set_option(a, f->id, f->fixed ? f->fixed : next) != 0)
 				return EXIT_USAGE;
 			i += f->fixed ? 0 : 1;
+		} else if (strcmp(a, "--record") == 0) {
+			if (next == NULL || next[0] == '\0' || next[0] == '-') {
+				fprintf(stderr, "hugezero run: --record needs a FILE\n");
+				return EXIT_USAGE;
+			}
+			record = next;
+			i++;
 		} else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) {
 			verbose = verbose < 2 ? verbose + 1 : 2;
 		} else if (strcmp(a, "-vv") == 0) {
@@ -235,6 +254,8 @@ static int cmd_run(int argc, char **argv)
 		return EXIT_USAGE;
 	if (append_preload() != 0)
 		return 1;
+	if (record)
+		return hz_record_run(record, argv + i);
 	execvp(argv[i], argv + i);
 	fprintf(stderr, "hugezero run: %s: %s\n", argv[i], strerror(errno));
 	return errno == ENOENT ? 127 : 126;
@@ -504,6 +525,8 @@ int main(int argc, char **argv)
 		return cmd_status(argc - 1, argv + 1);
 	if (strcmp(argv[1], "stats") == 0)
 		return hz_cmd_stats(argc - 1, argv + 1);
+	if (strcmp(argv[1], "plot") == 0)
+		return hz_cmd_plot(argc - 1, argv + 1);
 	if (strcmp(argv[1], "bench") == 0)
 		return cmd_bench(argc - 1, argv + 1);
 	if (strcmp(argv[1], "folios") == 0)

@@ -232,6 +232,30 @@ static int sample(const struct target *t, struct hz_stats *s)
 	return hz_prim_read_process(t->pid, t->header.counters, s, sizeof(*s));
 }
 
+int hz_stats_find(pid_t pid, struct hz_stats_header *h)
+{
+	struct target t = { .pid = pid };
+	int ret = locate(&t);
+
+	if (ret == LAYOUT_DIFFERS || ret == TABLE_DIFFERS)
+		return -EPROTO;
+	if (ret == 0)
+		*h = t.header;
+	return ret;
+}
+
+int hz_stats_read(pid_t pid, const struct hz_stats_header *h, struct hz_stats *s)
+{
+	struct target t = { .pid = pid, .header = *h };
+	uint64_t magic = 0;
+	int ret = hz_prim_read_process(pid, h->self, &magic, sizeof(magic));
+
+	/* Gone from where it was: the process called exec. */
+	if (ret == -EFAULT || (ret == 0 && magic != HZ_STATS_MAGIC))
+		return -ENOENT;
+	return ret != 0 ? ret : sample(&t, s);
+}
+
 static int lost(const struct target *t, int err)
 {
 	char state = '?';
