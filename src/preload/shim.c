@@ -1,7 +1,7 @@
 /* libhugezero-preload.so: the symbols that interpose the C library's, and
- * the lookup of the next allocator, which must happen here, once (see
- * shim_abi.h). A small request goes from here straight to the next
- * allocator; everything else is a call into libhugezero.so.
+ * the lookup of the next allocator, which must happen in this object, once
+ * (see shim_abi.h). A small request goes from the shim straight to the
+ * next allocator; everything else is a call into libhugezero.so.
  *
  * This file: start-up, and the lookup of the next allocator it hands to
  * the library. The exported symbols are in shim_malloc.c (the malloc

@@ -73,7 +73,6 @@ EXPORT int setns(int fd, int nstype)
 	return hz_preload_setns(NEXT(int (*)(int, int), "setns"), fd, nstype);
 }
 
-
 /* ---- calls that make a task (tasks.c): made again when the pre-zero
  * thread held the task they needed ---- */
 
