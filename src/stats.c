@@ -5,7 +5,6 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "prim/os.h"
 #include "prim/prim.h"
 
 struct hz_stats hz_stats;
@@ -142,7 +141,7 @@ static void copy_str(char *to, size_t size, const char *from)
 void hz_stats_publish(const char *exec_mode)
 {
 	struct hz_stats_header *h = &stats_page.header;
-	size_t page = hz_os_page_size();
+	size_t page = hz_prim_page_size();
 	uintptr_t start = (uintptr_t)&stats_page & ~(uintptr_t)(page - 1);
 	uintptr_t end = ((uintptr_t)&stats_page + sizeof(stats_page) + page - 1) &
 			~(uintptr_t)(page - 1);

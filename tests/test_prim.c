@@ -418,7 +418,7 @@ static void reset_reservation_drops_what_the_program_did(void **state)
 
 /* The C library's syscall(), replaced in this program as
  * libhugezero-preload.so replaces it in the program it runs in
- * (src/preload/shim.c): each call is counted and passed on. prim must
+ * (src/preload/shim_mmap.c): each call is counted and passed on. prim must
  * reach the kernel without it, or hugezero's own calls would be routed as
  * the program's (its own munmap of a region refused) and the lowest layer
  * would call the highest. */

@@ -1,6 +1,6 @@
 /* The shim's fast path (src/preload/shim_abi.h) follows the library's
  * threshold: the one start-up publishes and every one hz_options_reload
- * makes. The shim (src/preload/shim.c) and the test core are linked into
+ * makes. The shim (src/preload/shim*.c) and the test core are linked into
  * this one program, which then interposes the C library's malloc as the
  * preload does, and can reload the options, which a preloaded program
  * cannot reach. meson runs it with HUGEZERO_THRESHOLD=256K. */

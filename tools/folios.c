@@ -138,26 +138,26 @@ static void text_summary(const struct hz_folio_counts *t, bool all)
 		       "(smaps) are known; every other resident byte is 'unknown'.\n");
 }
 
-int main(int argc, char **argv)
-{
-	static struct hz_maps maps;
-	static struct hz_folios folios;
-	struct hz_folio_counts total = { .precise = true };
-	bool all = false, json = false, first = true;
-	pid_t pid = 0;
-	struct hz_map m;
-	int ret;
+struct options {
+	pid_t pid;	/* 0: self */
+	bool all;	/* every mapping, not only executable ones */
+	bool json;
+};
 
+/* Returns -1 to go on, or the exit status: 0 after --help, 2 for an
+ * argument that is neither an option nor a PID. */
+static int parse_args(int argc, char **argv, struct options *o)
+{
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--all")) {
-			all = true;
+			o->all = true;
 		} else if (!strcmp(argv[i], "--json")) {
-			json = true;
+			o->json = true;
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
 			return 0;
 		} else if (!strcmp(argv[i], "self")) {
-			pid = 0;
+			o->pid = 0;
 		} else {
 			char *end;
 			long v = strtol(argv[i], &end, 10);
@@ -166,60 +166,102 @@ int main(int argc, char **argv)
 				usage(stderr);
 				return 2;
 			}
-			pid = (pid_t)v;
+			o->pid = (pid_t)v;
 		}
 	}
-	ret = hz_maps_open(&maps, pid, true);
+	return -1;
+}
+
+static void json_mapping(const struct hz_map *m, const struct hz_folio_counts *c, bool first)
+{
+	printf("%s\n  {\"start\": \"0x%llx\", \"end\": \"0x%llx\", \"perms\": \"%c%c%c%c\", \"path\": ",
+	       first ? "" : ",", (unsigned long long)m->range.start,
+	       (unsigned long long)m->range.end, m->prot & 1 ? 'r' : '-',
+	       m->prot & 2 ? 'w' : '-', m->prot & 4 ? 'x' : '-', m->shared ? 's' : 'p');
+	json_string(m->path);
+	printf(", \"folios\": ");
+	json_counts(c);
+	printf("}");
+}
+
+/* Print each mapping in scope and add it to total. Returns 0 at the end of
+ * the maps, or the negative errno value that stopped the walk. */
+static int scan_mappings(struct hz_maps *maps, struct hz_folios *folios,
+			 const struct options *o, struct hz_folio_counts *total)
+{
+	bool first = true;
+	struct hz_map m;
+	int ret;
+
+	while ((ret = hz_maps_next(maps, &m)) == 1) {
+		struct hz_folio_counts c = { .precise = true };
+
+		if (!o->all && !hz_map_is_text(&m))
+			continue;
+		if (!strcmp(m.path, "[vsyscall]"))
+			continue; /* not in the page tables pagemap walks */
+		ret = hz_folios_scan_map(folios, &m, &c);
+		if (ret != 0)
+			break;
+		c.precise = hz_folios_precise(folios);
+		hz_folio_counts_add(total, &c);
+		if (o->json)
+			json_mapping(&m, &c, first);
+		else
+			text_mapping(&m, &c);
+		first = false;
+	}
+	return ret;
+}
+
+static void print_header(const struct options *o)
+{
+	int pid = o->pid ? (int)o->pid : (int)getpid();
+
+	if (o->json)
+		printf("{\"pid\": %d, \"scope\": \"%s\", \"mappings\": [", pid,
+		       o->all ? "all" : "text");
+	else
+		printf("hugezero-folios: pid %d, %s\n", pid,
+		       o->all ? "all mappings" : "executable mappings");
+}
+
+static void print_total(const struct hz_folio_counts *total, const struct options *o)
+{
+	if (o->json) {
+		printf("\n ],\n \"total\": ");
+		json_counts(total);
+		printf(",\n \"partial_report\": %s}\n", total->precise ? "false" : "true");
+	} else {
+		text_summary(total, o->all);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static struct hz_maps maps;
+	static struct hz_folios folios;
+	struct hz_folio_counts total = { .precise = true };
+	struct options o = { 0 };
+	int ret = parse_args(argc, argv, &o);
+
+	if (ret >= 0)
+		return ret;
+	ret = hz_maps_open(&maps, o.pid, true);
 	if (ret == 0) {
-		ret = hz_folios_open(&folios, pid);
+		ret = hz_folios_open(&folios, o.pid);
 		if (ret != 0)
 			hz_maps_close(&maps);
 	}
 	if (ret != 0) {
 		fprintf(stderr, "hugezero-folios: cannot read /proc/%s: %s\n",
-			pid ? argv[1] : "self", strerror(-ret));
+			o.pid ? argv[1] : "self", strerror(-ret));
 		return 1;
 	}
-	if (json)
-		printf("{\"pid\": %d, \"scope\": \"%s\", \"mappings\": [",
-		       pid ? (int)pid : (int)getpid(), all ? "all" : "text");
-	else
-		printf("hugezero-folios: pid %d, %s\n", pid ? (int)pid : (int)getpid(),
-		       all ? "all mappings" : "executable mappings");
-	while ((ret = hz_maps_next(&maps, &m)) == 1) {
-		struct hz_folio_counts c = { .precise = true };
-
-		if (!all && !hz_map_is_text(&m))
-			continue;
-		if (!strcmp(m.path, "[vsyscall]"))
-			continue; /* not in the page tables pagemap walks */
-		ret = hz_folios_scan_map(&folios, &m, &c);
-		if (ret != 0)
-			break;
-		c.precise = hz_folios_precise(&folios);
-		hz_folio_counts_add(&total, &c);
-		if (json) {
-			printf("%s\n  {\"start\": \"0x%llx\", \"end\": \"0x%llx\", \"perms\": \"%c%c%c%c\", \"path\": ",
-			       first ? "" : ",", (unsigned long long)m.range.start,
-			       (unsigned long long)m.range.end, m.prot & 1 ? 'r' : '-',
-			       m.prot & 2 ? 'w' : '-', m.prot & 4 ? 'x' : '-', m.shared ? 's' : 'p');
-			json_string(m.path);
-			printf(", \"folios\": ");
-			json_counts(&c);
-			printf("}");
-		} else {
-			text_mapping(&m, &c);
-		}
-		first = false;
-	}
+	print_header(&o);
+	ret = scan_mappings(&maps, &folios, &o, &total);
 	total.precise = hz_folios_precise(&folios);
-	if (json) {
-		printf("\n ],\n \"total\": ");
-		json_counts(&total);
-		printf(",\n \"partial_report\": %s}\n", total.precise ? "false" : "true");
-	} else {
-		text_summary(&total, all);
-	}
+	print_total(&total, &o);
 	hz_folios_close(&folios);
 	hz_maps_close(&maps);
 	if (ret < 0) {

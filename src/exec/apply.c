@@ -6,7 +6,6 @@
 
 #include "../lock.h"
 #include "../log.h"
-#include "../prim/os.h"
 #include "../prim/prim.h"
 #include "../stats.h"
 #include "advise.h"
@@ -95,7 +94,7 @@ void hz_exec_apply(enum hz_exec_mode mode, unsigned first_object, bool remap_ok,
 	size_t unit = 0;
 
 	/* Every size here (64 KiB chunks, 2 MiB PMDs) assumes 4 KiB pages. */
-	if (mode == HZ_EXEC_OFF || hz_os_page_size() != HZ_SZ_4K)
+	if (mode == HZ_EXEC_OFF || hz_prim_page_size() != HZ_SZ_4K)
 		return;
 	pthread_once(&fork_handler_once, register_fork_handler);
 	hz_lock(&lock);

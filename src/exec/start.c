@@ -7,7 +7,6 @@
 
 #include "../log.h"
 #include "../options.h"
-#include "../prim/os.h"
 #include "../prim/prim.h"
 #include "apply.h"
 #include "folios.h"
@@ -33,7 +32,7 @@ void hz_exec_start(void)
 	mode = hz_exec_mode();
 	if (mode == HZ_EXEC_OFF)
 		return;
-	if (hz_os_page_size() != HZ_SZ_4K) {
+	if (hz_prim_page_size() != HZ_SZ_4K) {
 		hz_info("exec: pages are not 4 KiB here; executable text left alone");
 		return;
 	}

@@ -113,72 +113,67 @@ static bool hook_commit(extent_hooks_t *hooks, void *addr, size_t size,
 	return opt_out;
 }
 
-/* Decommit = make it read zero and give back what can be given back; the
- * mapping stays. jemalloc then treats the range as zero and uncommitted. */
-static bool hook_decommit(extent_hooks_t *hooks, void *addr, size_t size,
-			  size_t offset, size_t length, unsigned arena_ind)
+/* Decommit and the two purges differ only in what they do to a range of
+ * ours (purge it, or free it lazily) and to a foreign one (jemalloc's
+ * default madvise, or an opt-out). */
+enum purge_kind {
+	/* Make it read zero and give back what can be given back; the
+	 * mapping stays. jemalloc then treats the range as zero and
+	 * uncommitted. Foreign ranges: opt out. */
+	PURGE_DECOMMIT,
+	/* Success means "it reads zero now": jemalloc will skip zeroing it.
+	 * Foreign: jemalloc's default, as private anonymous memory reads
+	 * zero after MADV_DONTNEED. */
+	PURGE_FORCED,
+	/* MADV_FREE the whole pages inside (hz_pages_free_lazily); an opt-out
+	 * when there are none. Foreign: jemalloc's default, MADV_FREE. */
+	PURGE_LAZY,
+};
+
+/* Returns the hooks' answer: false when done, true to opt out. */
+static bool purge(uintptr_t at, size_t length, enum purge_kind kind)
 {
 	int saved = errno;
-	uintptr_t at = (uintptr_t)addr + offset;
 	enum hz_backing b;
+	int ret = hz_extents_find(at, length, &b);
 	bool opt_out = true;
 
-	(void)hooks, (void)size, (void)arena_ind;
-	if (hz_extents_find(at, length, &b) == 0) {
-		hz_pages_purge(b, at, length);
-		hz_jemalloc_stat_add(purged_bytes, length);
-		opt_out = false;
+	if (ret == 0) {
+		if (kind == PURGE_LAZY) {
+			opt_out = hz_pages_free_lazily(b, at, length) != 0;
+		} else {
+			hz_pages_purge(b, at, length);
+			opt_out = false;
+		}
+		if (!opt_out)
+			hz_jemalloc_stat_add(purged_bytes, length);
+	} else if (ret == -ENOENT && kind != PURGE_DECOMMIT) {
+		opt_out = hz_prim_madvise((void *)at, length,
+					  kind == PURGE_FORCED ? MADV_DONTNEED : MADV_FREE) != 0;
 	}
 	errno = saved;
 	return opt_out;
+}
+
+static bool hook_decommit(extent_hooks_t *hooks, void *addr, size_t size,
+			  size_t offset, size_t length, unsigned arena_ind)
+{
+	(void)hooks, (void)size, (void)arena_ind;
+	return purge((uintptr_t)addr + offset, length, PURGE_DECOMMIT);
 }
 
 static bool hook_purge_lazy(extent_hooks_t *hooks, void *addr, size_t size,
 			    size_t offset, size_t length, unsigned arena_ind)
 {
-	int saved = errno;
-	uintptr_t at = (uintptr_t)addr + offset;
-	enum hz_backing b;
-	int ret;
-	bool opt_out;
-
 	(void)hooks, (void)size, (void)arena_ind;
-	ret = hz_extents_find(at, length, &b);
-	if (ret == 0)
-		opt_out = hz_pages_free_lazily(b, at, length) != 0;
-	else if (ret == -ENOENT)
-		opt_out = hz_prim_madvise((void *)at, length, MADV_FREE) != 0;
-	else
-		opt_out = true;
-	if (ret == 0 && !opt_out)
-		hz_jemalloc_stat_add(purged_bytes, length);
-	errno = saved;
-	return opt_out;
+	return purge((uintptr_t)addr + offset, length, PURGE_LAZY);
 }
 
-/* Success means "it reads zero now": jemalloc will skip zeroing it. */
 static bool hook_purge_forced(extent_hooks_t *hooks, void *addr, size_t size,
 			      size_t offset, size_t length, unsigned arena_ind)
 {
-	int saved = errno;
-	uintptr_t at = (uintptr_t)addr + offset;
-	enum hz_backing b;
-	int ret;
-	bool opt_out = true;
-
 	(void)hooks, (void)size, (void)arena_ind;
-	ret = hz_extents_find(at, length, &b);
-	if (ret == 0) {
-		hz_pages_purge(b, at, length);
-		hz_jemalloc_stat_add(purged_bytes, length);
-		opt_out = false;
-	} else if (ret == -ENOENT) {
-		/* jemalloc's default: private anonymous memory reads zero
-		 * after MADV_DONTNEED. */
-		opt_out = hz_prim_madvise((void *)at, length, MADV_DONTNEED) != 0;
-	}
-	errno = saved;
-	return opt_out;
+	return purge((uintptr_t)addr + offset, length, PURGE_FORCED);
 }
 
 /* Splitting is bookkeeping only (pages are tracked one by one), so it

@@ -1,6 +1,6 @@
 /* Blocks the program changed: the interface between the shim's wrappers of
  * mprotect, pkey_mprotect, mlock, mlock2, mlockall, munlockall, madvise,
- * posix_madvise and ioctl (the end of shim.c) and foreign.c, which marks
+ * posix_madvise and ioctl (shim_foreign.c) and foreign.c, which marks
  * the blocks they touch foreign (blocks.h), so that their free releases
  * them reset instead of caching them. mmap(MAP_FIXED) and munmap come
  * through mmap.c.

@@ -80,10 +80,8 @@ HZ_PRIVATE_API void *hz_preload_calloc(size_t nmemb, size_t size)
 	size_t total;
 	void *p;
 
-	if (__builtin_mul_overflow(nmemb, size, &total)) {
-		errno = ENOMEM;
+	if (hz_preload_calloc_total(nmemb, size, &total) != 0)
 		return NULL;
-	}
 	if (is_large(total) && (p = large_alloc(total, 0, true))) {
 		/* Zero however it came (hz_recycle_alloc with zero): fresh
 		 * from the kernel, or cached, its dirty part zeroed by the

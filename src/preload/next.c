@@ -72,10 +72,8 @@ static void *boot_calloc(size_t n, size_t size)
 {
 	size_t total;
 
-	if (__builtin_mul_overflow(n, size, &total)) {
-		errno = ENOMEM;
+	if (hz_preload_calloc_total(n, size, &total) != 0)
 		return NULL;
-	}
 	return boot_malloc(total);
 }
 
@@ -176,10 +174,8 @@ static void *emu_calloc(size_t n, size_t size)
 	size_t total;
 	void *p;
 
-	if (__builtin_mul_overflow(n, size, &total)) {
-		errno = ENOMEM;
+	if (hz_preload_calloc_total(n, size, &total) != 0)
 		return NULL;
-	}
 	p = hz_next.next_malloc(total);
 	if (p)
 		memset(p, 0, total);

@@ -4,7 +4,9 @@
 #ifndef HZ_PRELOAD_H
 #define HZ_PRELOAD_H
 
+#include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "shim_abi.h"
@@ -46,6 +48,17 @@ void hz_boot_range(uintptr_t *start, size_t *len);
 size_t hz_boot_size(const void *p);
 /* Fill what the resolver left NULL with safe substitutes. */
 void hz_next_complete(struct hz_next *next);
+
+/* calloc's n * size, in *total. When it overflows: errno ENOMEM and
+ * -ENOMEM, for calloc to return NULL as the C library's does. */
+static inline int hz_preload_calloc_total(size_t n, size_t size, size_t *total)
+{
+	if (__builtin_mul_overflow(n, size, total)) {
+		errno = ENOMEM;
+		return -ENOMEM;
+	}
+	return 0;
+}
 
 /* Start-up: large aligned requests (posix_memalign, aligned_alloc,
  * memalign, valloc, pvalloc; a power-of-two alignment) go to large, which

@@ -1,6 +1,6 @@
-/* The shim ABI: the interface between libhugezero-preload.so (shim.c: the
+/* The shim ABI: the interface between libhugezero-preload.so (shim*.c: the
  * exported malloc, free, mmap... symbols, nothing else) and the
- * interposition logic in libhugezero.so. Only shim.c and tests that stand
+ * interposition logic in libhugezero.so. Only the shim and tests that stand
  * in for it include this alone; the library's own state is in preload.h.
  *
  * dlsym(RTLD_NEXT) must run in the shim: "next" is relative to the object

@@ -140,30 +140,43 @@ static void fork_prepare(void)
 	hz_preload_forking = true;
 }
 
-static void fork_parent(void)
+/* Both ends of a fork: leave the forking state, release the locks
+ * fork_prepare took (release_locks, in reverse order), then free what was
+ * freed meanwhile. */
+static void fork_finish(void (*release_locks)(void))
 {
 	void *deferred[FORK_DEFER_MAX];
 	unsigned n = take_deferred(deferred);
 
 	hz_preload_forking = false;
+	release_locks();
+	free_deferred(deferred, n);
+}
+
+static void unlock_in_parent(void)
+{
 	hz_blocks_fork_parent();
 	hz_recycle_fork_parent();
 	stdio_list_unlock();
-	free_deferred(deferred, n);
 }
 
 /* The child is single-threaded: every lock is free, whatever its state
  * was. */
-static void fork_child(void)
+static void reset_in_child(void)
 {
-	void *deferred[FORK_DEFER_MAX];
-	unsigned n = take_deferred(deferred);
-
-	hz_preload_forking = false;
 	hz_blocks_fork_child();
 	hz_recycle_fork_child();
 	stdio_list_reset();
-	free_deferred(deferred, n);
+}
+
+static void fork_parent(void)
+{
+	fork_finish(unlock_in_parent);
+}
+
+static void fork_child(void)
+{
+	fork_finish(reset_in_child);
 }
 
 /* A seccomp filter, inherited through exec (systemd's SystemCallFilter=,

@@ -1,8 +1,8 @@
 /* Raw system calls through syscall(): see syscall.h.
  *
- * The wrappers at the end of shim.c see mprotect, madvise, munmap and the
- * rest only when the program calls the C library's functions. Programs
- * and runtimes also call syscall(SYS_madvise, ...) (for advice their C
+ * The shim's wrappers (shim_foreign.c, shim_mmap.c) see mprotect,
+ * madvise, munmap and the rest only when the program calls the C
+ * library's functions. Programs and runtimes also call syscall(SYS_madvise, ...) (for advice their C
  * library has no name for, or to skip the wrapper), and glibc 2.36 has no
  * mseal at all. glibc's syscall() is one exported function, so it is
  * interposed like the rest: the numbers of the calls the wrappers handle
@@ -59,7 +59,7 @@ static bool makes_task(long nr)
 	}
 }
 
-/* The numbers whose wrappers hugezero interposes (shim.c, mmap.c, tasks.c). */
+/* The numbers whose wrappers hugezero interposes (shim_*.c, mmap.c, tasks.c). */
 static bool interposed(long nr)
 {
 	switch (nr) {

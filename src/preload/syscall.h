@@ -1,5 +1,5 @@
 /* syscall(2) through the C library's syscall() function: the interface
- * between the shim's syscall symbol (the end of shim.c) and syscall.c,
+ * between the shim's syscall symbol (shim_mmap.c) and syscall.c,
  * which routes the memory calls hugezero interposes to the same handlers
  * as their wrappers. This symbol is exported for the shim only; it is not
  * a public API. */

@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sched.h>
+#include <sys/auxv.h>
 #include <sys/resource.h>
 #include <sys/sysinfo.h>
 #include <sys/syscall.h>
@@ -291,13 +292,18 @@ pid_t hz_prim_getpid(void)
 	return (pid_t)SYSCALL(SYS_getpid);
 }
 
+size_t hz_prim_page_size(void)
+{
+	unsigned long page = getauxval(AT_PAGESZ);
+
+	return page ? (size_t)page : HZ_SZ_4K;
+}
+
 /* ---- executable text (src/exec) ---- */
 /* Headers for the additions below, kept with them so the block stays an
  * append-only change to this file. */
 #include <sys/stat.h>
 #include <sys/utsname.h>
-
-#include "os.h"
 
 int hz_prim_open_read(const char *path)
 {
@@ -398,7 +404,7 @@ int hz_prim_cachestat(int fd, uint64_t off, uint64_t len, uint64_t *cached)
 		ret = (int)SYSCALL(SYS_cachestat, fd, &range, &cs, 0);
 	if (ret != 0)
 		return ret;
-	*cached = cs.nr_cache * (uint64_t)hz_os_page_size();
+	*cached = cs.nr_cache * (uint64_t)hz_prim_page_size();
 	return 0;
 }
 

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/resource.h>
 
 #include "prim.h"
@@ -140,13 +139,6 @@ uint64_t hz_prim_llc_size(void)
 
 /* ---- the struct ---- */
 
-size_t hz_os_page_size(void)
-{
-	unsigned long page = getauxval(AT_PAGESZ); /* a read of memory, no system call */
-
-	return page ? (size_t)page : HZ_SZ_4K;
-}
-
 int hz_os_overcommit_mode(uint64_t *mode)
 {
 	return hz_prim_read_u64("/proc/sys/vm/overcommit_memory", mode);
@@ -161,7 +153,7 @@ static bool read_overcommits(void)
 
 static void fill(struct hz_os *os)
 {
-	os->page_size = hz_os_page_size();
+	os->page_size = hz_prim_page_size();
 	/* A page table is one page of 8-byte entries; a PMD entry maps one
 	 * table's worth of pages: 2 MiB with 4 KiB pages, 512 MiB with 64 KiB. */
 	os->pmd_size = os->page_size / 8 * os->page_size;

@@ -69,12 +69,6 @@ struct hz_os {
 	bool overcommits;
 };
 
-/* The kernel's page size (AT_PAGESZ; 4096 if the auxiliary vector lacks
- * it), without filling the rest: every preloaded process asks at start-up
- * (exec text), and the fill's dozen sysfs reads would cost it about half a
- * millisecond there. */
-size_t hz_os_page_size(void);
-
 /* The facts, filled on the first call. Never NULL; the struct never
  * changes afterwards (outside tests). */
 const struct hz_os *hz_os(void);

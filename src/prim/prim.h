@@ -100,6 +100,12 @@ void hz_prim_sleep_ns(uint64_t ns);
 
 pid_t hz_prim_getpid(void);
 
+/* The kernel's page size (AT_PAGESZ; 4096 if the auxiliary vector lacks
+ * it): a read of memory, no system call. Every preloaded process asks at
+ * start-up (exec text), where hz_os's fill, with its dozen sysfs reads,
+ * would cost about half a millisecond. */
+size_t hz_prim_page_size(void);
+
 /* Size in bytes of the CPU's last-level cache (sysfs cpu0, highest cache
  * index), or 0 when unknown: hz_os()->llc_size (os.h). */
 uint64_t hz_prim_llc_size(void);

@@ -1,7 +1,7 @@
 /* The system-call instruction, inline: how src/prim/ reaches the kernel.
  *
  * Not through the C library's syscall(): the preload exports a syscall()
- * of its own (src/preload/shim.c) that routes the program's calls by
+ * of its own (src/preload/shim_mmap.c) that routes the program's calls by
  * number, and within libhugezero-preload.so a call of syscall() binds to
  * that symbol. Our own munmap made there would be refused as the
  * program's, and the lowest layer would call the highest. Nor through the
