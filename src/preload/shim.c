@@ -42,6 +42,7 @@ static void resolve(struct hz_next *next)
 	next->next_munmap = dlsym(RTLD_NEXT, "munmap");
 	next->next_mremap = dlsym(RTLD_NEXT, "mremap");
 	resolve_versioned(next);
+	next->next_pthread_create = hz_shim_pthread_create_next();
 }
 
 /* In the thread that runs start-up, calls made meanwhile (dlsym allocates)

@@ -14,6 +14,7 @@
 #ifndef HZ_PRELOAD_SHIM_ABI_H
 #define HZ_PRELOAD_SHIM_ABI_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -37,6 +38,9 @@ struct hz_next {
 	void *(*next_mmap)(void *, size_t, int, int, int, off_t);
 	int (*next_munmap)(void *, size_t);
 	void *(*next_mremap)(void *, size_t, size_t, int, ...);
+	/* The C library's, for the pre-zero thread's start: the shim's own
+	 * export of the name would take hugezero's call otherwise. */
+	int (*next_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 };
 
 /* ---- the shim's fast path ----

@@ -84,8 +84,7 @@ EXPORT pid_t fork(void)
 EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *),
 			  void *arg)
 {
-	return hz_preload_pthread_create(hz_shim_pthread_create_next(), __builtin_return_address(0),
-					 thread, attr, fn, arg);
+	return hz_preload_pthread_create(hz_shim_pthread_create_next(), thread, attr, fn, arg);
 }
 
 /* The three arguments after arg are read whatever flags say, as glibc's

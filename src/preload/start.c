@@ -332,6 +332,7 @@ HZ_PRIVATE_API void hz_preload_start(const struct hz_next *found)
 	 * which hz_next still is; from here on the real functions serve. */
 	hz_next_complete(&next);
 	hz_next = next;
+	hz_prim_use_pthread_create(next.next_pthread_create);
 	start();
 	publish(&next);
 	starting_here = false;

@@ -35,55 +35,10 @@
 #include "tasks.h"
 
 #include <errno.h>
-#include <link.h>
 #include <stdint.h>
 #include <sys/wait.h>
 
 #include "../prezero.h"
-
-/* The ELF header of the object this file is linked into
- * (libhugezero-preload.so, libhugezero.so, or a test program that links
- * the library statically). */
-extern const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
-
-/* [text_lo, text_hi): this object's executable segments, from its own
- * program headers: no lock and no call, so it is safe from any thread at
- * any time. Racing first calls compute the same values. */
-static uintptr_t text_lo, text_hi;
-
-static void find_text(void)
-{
-	const ElfW(Ehdr) *eh = &__ehdr_start;
-	const ElfW(Phdr) *ph = (const ElfW(Phdr) *)((const char *)eh + eh->e_phoff);
-	uintptr_t bias = 0, lo = UINTPTR_MAX, hi = 0;
-
-	for (int i = 0; i < eh->e_phnum; i++)
-		if (ph[i].p_type == PT_LOAD && ph[i].p_offset == 0)
-			bias = (uintptr_t)eh - ph[i].p_vaddr;
-	for (int i = 0; i < eh->e_phnum; i++) {
-		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X))
-			continue;
-		if (bias + ph[i].p_vaddr < lo)
-			lo = bias + ph[i].p_vaddr;
-		if (bias + ph[i].p_vaddr + ph[i].p_memsz > hi)
-			hi = bias + ph[i].p_vaddr + ph[i].p_memsz;
-	}
-	__atomic_store_n(&text_lo, lo, __ATOMIC_RELAXED);
-	__atomic_store_n(&text_hi, hi, __ATOMIC_RELEASE);
-}
-
-/* Whether caller (a return address) lies in hugezero's own code: the
- * pre-zero thread's start (src/prim/thread.c calls pthread_create, which
- * binds to the shim's symbol in libhugezero-preload.so). */
-static bool from_hugezero(const void *caller)
-{
-	uintptr_t c = (uintptr_t)caller;
-
-	if (__atomic_load_n(&text_hi, __ATOMIC_ACQUIRE) == 0)
-		find_text();
-	return c >= __atomic_load_n(&text_lo, __ATOMIC_RELAXED) &&
-	       c < __atomic_load_n(&text_hi, __ATOMIC_RELAXED);
-}
 
 bool hz_tasks_again(int err)
 {
@@ -106,17 +61,14 @@ HZ_PRIVATE_API pid_t hz_preload_fork(pid_t (*real)(void))
 	return real();
 }
 
-HZ_PRIVATE_API int hz_preload_pthread_create(hz_pthread_create_fn real, const void *caller,
-					     pthread_t *thread, const pthread_attr_t *attr,
-					     void *(*fn)(void *), void *arg)
+HZ_PRIVATE_API int hz_preload_pthread_create(hz_pthread_create_fn real, pthread_t *thread,
+					     const pthread_attr_t *attr, void *(*fn)(void *),
+					     void *arg)
 {
 	int saved = errno, ret;
 
 	if (real == NULL)
 		return ENOSYS;
-	/* The pre-zero thread's own start: stopping it is not the answer. */
-	if (from_hugezero(caller))
-		return real(thread, attr, fn, arg);
 	ret = real(thread, attr, fn, arg);
 	if (ret == 0 || !hz_tasks_again(ret))
 		return ret;

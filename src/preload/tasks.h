@@ -24,10 +24,11 @@ typedef int (*hz_spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions
  * are the real call's; after a retry that succeeds, errno is what it was
  * before the call. */
 HZ_PRIVATE_API pid_t hz_preload_fork(pid_t (*real)(void));
-/* caller: the return address; hugezero's own thread goes straight to real. */
-HZ_PRIVATE_API int hz_preload_pthread_create(hz_pthread_create_fn real, const void *caller,
-					     pthread_t *thread, const pthread_attr_t *attr,
-					     void *(*fn)(void *), void *arg);
+/* hugezero's own thread never comes here: prim/thread.c calls the C
+ * library's pthread_create, which the preload hands it at start-up. */
+HZ_PRIVATE_API int hz_preload_pthread_create(hz_pthread_create_fn real, pthread_t *thread,
+					     const pthread_attr_t *attr, void *(*fn)(void *),
+					     void *arg);
 HZ_PRIVATE_API int hz_preload_clone(hz_clone_fn real, int (*fn)(void *), void *stack, int flags,
 				    void *arg, pid_t *parent_tid, void *tls, pid_t *child_tid);
 /* posix_spawn and posix_spawnp alike. */

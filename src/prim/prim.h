@@ -16,6 +16,7 @@
 #ifndef HZ_PRIM_H
 #define HZ_PRIM_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -207,6 +208,14 @@ int hz_prim_move_mapping(void *old, size_t len, void *new_addr);
  * library's default). The caller's signal mask is unchanged. Returns 0 or
  * a negative errno value. The only place hugezero creates a thread. */
 int hz_prim_thread_start(void *(*fn)(void *), void *arg, size_t stack_size);
+
+/* The pthread_create hz_prim_thread_start calls: the C library's, which
+ * the preload hands over at start-up (its own export of the name would
+ * otherwise take the call, prim's only way up to the preload). NULL, as
+ * at start: the name as linked (libhugezero.so alone). */
+typedef int hz_prim_pthread_create_fn(pthread_t *, const pthread_attr_t *,
+				      void *(*)(void *), void *);
+void hz_prim_use_pthread_create(hz_prim_pthread_create_fn *create);
 
 /* What hz_prim_confine_thread achieved: a bit per layer. */
 #define HZ_CONFINED_NO_NEW_PRIVS 1u

@@ -14,6 +14,22 @@
 #include <time.h>
 #include <unistd.h>
 
+static hz_prim_pthread_create_fn *libc_pthread_create;
+
+void hz_prim_use_pthread_create(hz_prim_pthread_create_fn *create)
+{
+	__atomic_store_n(&libc_pthread_create, create, __ATOMIC_RELEASE);
+}
+
+static int create_thread(pthread_t *tid, const pthread_attr_t *attr, void *(*fn)(void *),
+			 void *arg)
+{
+	hz_prim_pthread_create_fn *create = __atomic_load_n(&libc_pthread_create,
+							    __ATOMIC_ACQUIRE);
+
+	return create ? create(tid, attr, fn, arg) : pthread_create(tid, attr, fn, arg);
+}
+
 int hz_prim_thread_start(void *(*fn)(void *), void *arg, size_t stack_size)
 {
 	pthread_attr_t attr;
@@ -32,7 +48,7 @@ int hz_prim_thread_start(void *(*fn)(void *), void *arg, size_t stack_size)
 		 * instruction, so no signal of the program lands there. */
 		sigfillset(&all);
 		pthread_sigmask(SIG_SETMASK, &all, &old);
-		ret = pthread_create(&tid, &attr, fn, arg);
+		ret = create_thread(&tid, &attr, fn, arg);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	pthread_attr_destroy(&attr);
