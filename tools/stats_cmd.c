@@ -38,7 +38,7 @@
 
 static const char usage_stats[] =
 	"usage: hugezero stats [--json] [--watch [SECONDS]] PID\n"
-	"       hugezero stats [--openmetrics | --textfile DIR] [PID]\n"
+	"       hugezero stats --openmetrics | --textfile DIR [PID]\n"
 	"       hugezero stats\n"
 	"\n"
 	"Prints the report HUGEZERO_STATS=1 prints at exit, for process PID while it\n"
@@ -51,7 +51,7 @@ static const char usage_stats[] =
 	"                     report what changed since the sample before, per second;\n"
 	"                     with --json, one JSON object per sample. Ends with the\n"
 	"                     process (exit status 1) or on Ctrl-C.\n"
-	"  --openmetrics      the counters for Prometheus, in the OpenMetrics text format:\n"
+	"  --openmetrics      the counters for Prometheus, in the OpenMetrics format:\n"
 	"                     hugezero_* families in bytes and seconds, counters with\n"
 	"                     _total, labelled pid, comm and cgroup; ends with # EOF.\n"
 	"                     Without a PID, every hugezero process this user may read\n"
@@ -62,7 +62,7 @@ static const char usage_stats[] =
 	"                     error leaves the file as it was.\n"
 	"  --help             this text\n"
 	"\n"
-	"Without a PID: one line per process that runs hugezero, with its large\n"
+	"Plain hugezero stats: one line per process that runs hugezero, with its large\n"
 	"blocks live now (LIVE_MiB), its cache (CACHE_MiB) and the bytes of the\n"
 	"blocks it mapped on huge pages since it started (HUGE_MiB: hugetlb or THP).\n"
 	"\n"
