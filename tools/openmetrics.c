@@ -96,7 +96,8 @@ static void escape(char *out, size_t size, const char *in, bool quotes)
  * name=systemd hierarchy's (cgroup v1). "" when there is neither. */
 static void read_cgroup(int pid, char *out, size_t size)
 {
-	char path[40], buf[4096];
+	/* 8 KiB: a dozen cgroup v1 hierarchies with container-length paths. */
+	char path[40], buf[8192];
 	const char *line;
 
 	out[0] = '\0';
@@ -117,7 +118,7 @@ static void read_cgroup(int pid, char *out, size_t size)
 int hz_metrics_add(struct hz_metrics *m, int pid, const struct hz_stats_header *h,
 		   const struct hz_stats *s)
 {
-	static char comm[64], cgroup[CGROUP_MAX], comm_esc[2 * 64], cgroup_esc[2 * CGROUP_MAX];
+	char comm[64], cgroup[CGROUP_MAX], comm_esc[2 * 64], cgroup_esc[2 * CGROUP_MAX];
 	struct hz_metrics_process *p;
 
 	if (m->count == m->cap) {
