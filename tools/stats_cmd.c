@@ -503,7 +503,7 @@ static int collect(struct target *t, bool have_pid, struct hz_metrics *m)
 static int metrics(struct target *t, bool have_pid, const char *dir)
 {
 	struct hz_metrics m = { 0 };
-	struct hz_textfile f;
+	struct hz_textfile f = { .out = NULL };
 	int status, ret;
 
 	if (dir != NULL && hz_textfile_open(&f, dir, "hugezero.prom") != 0)
