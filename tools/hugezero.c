@@ -4,6 +4,7 @@
  *   hugezero plot FILE [-o PNG] [-t TITLE]
  *   hugezero status
  *   hugezero stats [--json] [--watch [SECONDS]] [PID]
+ *   hugezero stats --openmetrics | --textfile DIR [PID]
  *   hugezero --version | --help
  *
  * Exit status: the command's own for `run`; 0 success; 2 usage error;
@@ -38,6 +39,8 @@ static const char usage_main[] =
 	"  status                            kernel, huge pages, CPU and options, with advice\n"
 	"  stats [--json] [--watch [SECONDS]] [PID]\n"
 	"                                    a running process's exit report, now; no PID: list\n"
+	"  stats --openmetrics | --textfile DIR [PID]\n"
+	"                                    the counters for Prometheus; no PID: every process\n"
 	"  bench [quick|full]                hugezero against glibc on this machine\n"
 	"  folios [PID|self] [--all] [--json]  executable text by folio size\n"
 	"  prewarm FILE...                   read files' text into large folios\n"

@@ -22,9 +22,11 @@
 #include <hugezero.h>
 
 #include "exec/maps.h"
+#include "openmetrics.h"
 #include "prim/prim.h"
 #include "report.h"
 #include "stats.h"
+#include "textfile.h"
 
 #define EXIT_USAGE 2
 
@@ -36,6 +38,7 @@
 
 static const char usage_stats[] =
 	"usage: hugezero stats [--json] [--watch [SECONDS]] PID\n"
+	"       hugezero stats --openmetrics | --textfile DIR [PID]\n"
 	"       hugezero stats\n"
 	"\n"
 	"Prints the report HUGEZERO_STATS=1 prints at exit, for process PID while it\n"
@@ -48,9 +51,18 @@ static const char usage_stats[] =
 	"                     report what changed since the sample before, per second;\n"
 	"                     with --json, one JSON object per sample. Ends with the\n"
 	"                     process (exit status 1) or on Ctrl-C.\n"
+	"  --openmetrics      the counters for Prometheus, in the OpenMetrics format:\n"
+	"                     hugezero_* families in bytes and seconds, counters with\n"
+	"                     _total, labelled pid, comm and cgroup; ends with # EOF.\n"
+	"                     Without a PID, every hugezero process this user may read\n"
+	"                     (the others, and those that exit meanwhile, are left out)\n"
+	"  --textfile DIR     the same in the Prometheus text format 0.0.4 (no # EOF),\n"
+	"                     which node_exporter's textfile collector reads, written to\n"
+	"                     DIR/hugezero.prom: a temporary file renamed over it. An\n"
+	"                     error leaves the file as it was.\n"
 	"  --help             this text\n"
 	"\n"
-	"Without a PID: one line per process that runs hugezero, with its large\n"
+	"Plain hugezero stats: one line per process that runs hugezero, with its large\n"
 	"blocks live now (LIVE_MiB), its cache (CACHE_MiB) and the bytes of the\n"
 	"blocks it mapped on huge pages since it started (HUGE_MiB: hugetlb or THP).\n"
 	"\n"
@@ -473,10 +485,75 @@ static int list_processes(void)
 	return 0;
 }
 
+/* ---- --openmetrics and --textfile ---- */
+
+static int metrics_one(pid_t pid, void *arg)
+{
+	struct hz_metrics *m = arg;
+	struct target t = { .pid = pid };
+	static struct hz_stats s;
+
+	/* A scrape must not fail for one process: those of another user or
+	 * version, and those that exit mid-scan, are left out. */
+	if (pid == getpid() || locate(&t) != 0 || sample(&t, &s) != 0)
+		return 0;
+	return hz_metrics_add(m, (int)pid, &t.header, &s);
+}
+
+/* Into m: process t, or with no PID every one. Returns the exit status,
+ * having said what went wrong. */
+static int collect(struct target *t, bool have_pid, struct hz_metrics *m)
+{
+	static struct hz_stats s;
+	int ret;
+
+	if (!have_pid) {
+		ret = hz_prim_each_process(metrics_one, m);
+	} else {
+		ret = locate(t);
+		if (ret != 0)
+			return explain(t, ret);
+		ret = sample(t, &s);
+		if (ret != 0)
+			return lost(t, ret);
+		ret = hz_metrics_add(m, (int)t->pid, &t->header, &s);
+	}
+	if (ret < 0)
+		fprintf(stderr, "hugezero stats: cannot read the processes: %s\n", strerror(-ret));
+	return ret < 0;
+}
+
+/* To stdout as OpenMetrics, or into DIR/hugezero.prom as Prometheus text. */
+static int metrics(struct target *t, bool have_pid, const char *dir)
+{
+	struct hz_metrics m = { 0 };
+	struct hz_textfile f = { .out = NULL };
+	int status, ret;
+
+	if (dir != NULL && hz_textfile_open(&f, dir, "hugezero.prom") != 0)
+		return 1;
+	status = collect(t, have_pid, &m);
+	if (status == 0) {
+		ret = hz_metrics_write(dir ? f.out : stdout, &m,
+				       dir ? HZ_METRICS_PROMETHEUS : HZ_METRICS_OPENMETRICS);
+		if (ret != 0)
+			fprintf(stderr, "hugezero stats: cannot write the metrics: %s\n",
+				strerror(-ret));
+		status = ret != 0;
+	}
+	hz_metrics_free(&m);
+	if (dir != NULL && status == 0)
+		return hz_textfile_commit(&f) != 0;
+	if (dir != NULL)
+		hz_textfile_abandon(&f);
+	return status;
+}
+
 int hz_cmd_stats(int argc, char **argv)
 {
 	struct target t = { 0 };
-	bool json = false, watching = false, have_pid = false;
+	bool json = false, watching = false, have_pid = false, openmetrics = false;
+	const char *textfile = NULL;
 	double seconds = 1.0;
 	int ret;
 
@@ -488,6 +565,10 @@ int hz_cmd_stats(int argc, char **argv)
 			return 0;
 		} else if (strcmp(a, "--json") == 0) {
 			json = true;
+		} else if (strcmp(a, "--openmetrics") == 0) {
+			openmetrics = true;
+		} else if (strcmp(a, "--textfile") == 0 && i + 1 < argc) {
+			textfile = argv[++i];
 		} else if (strcmp(a, "--watch") == 0) {
 			watching = true;
 			/* SECONDS is optional: a number that is not the last
@@ -507,6 +588,13 @@ int hz_cmd_stats(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
+	if ((openmetrics || textfile) && (json || watching || (openmetrics && textfile))) {
+		fprintf(stderr, "hugezero stats: --openmetrics and --textfile go alone (with a PID "
+			"or none)\n%s", usage_stats);
+		return EXIT_USAGE;
+	}
+	if (openmetrics || textfile)
+		return metrics(&t, have_pid, textfile);
 	if (!have_pid && (json || watching)) {
 		fprintf(stderr, "hugezero stats: --json and --watch need a PID\n%s", usage_stats);
 		return EXIT_USAGE;

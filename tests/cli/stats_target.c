@@ -10,6 +10,10 @@
  *   stats_target other-table
  *                           first changes the table hash (and the version
  *                           string): another version's counters
+ *   stats_target cleared    as above, then frees the calloc'd block and
+ *                           callocs it again: run with HUGEZERO_PREZERO=sync,
+ *                           calloc clears the reused block itself, so a time
+ *                           counter (clear_ns) is not 0 (openmetrics.sh)
  *   stats_target blocks N MIB
  *                           instead makes N blocks of MIB MiB and writes
  *                           every byte (tests/containers.sh, the pod's
@@ -18,6 +22,7 @@
  * It finds its header as the tool does without mapping names: the magic at
  * the start of a page of libhugezero's writable mappings (or the anonymous
  * one after them), with self pointing there. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +31,7 @@
 
 #include "stats.h"
 
-#define MIB (1u << 20)
+#define MIB ((size_t)1 << 20)
 
 static struct hz_stats_header *find_header(void)
 {
@@ -43,8 +48,9 @@ static struct hz_stats_header *find_header(void)
 		unsigned long long off, inode;
 		char *base;
 
+		/* start 0: never a mapping of ours (and never dereferenced). */
 		if (sscanf(line, "%lx-%lx %7s %llx %*s %llu %511s", &start, &end, perms, &off,
-			   &inode, path) < 5)
+			   &inode, path) < 5 || start == 0)
 			continue;
 		base = strrchr(path, '/');
 		base = base ? base + 1 : path;
@@ -81,21 +87,23 @@ static void wait_for_eof(void)
  * (volatile, as blocks above). */
 static int sized_blocks(int n, size_t mib)
 {
-	char *volatile *held = calloc((size_t)n, sizeof(*held));
+	char *volatile *held = n > 0 ? calloc((size_t)n, sizeof(*held)) : NULL;
+	int made = 0;
+	bool ok;
 
-	if (held == NULL || n <= 0 || mib == 0)
-		return 1;
-	for (int i = 0; i < n; i++) {
-		held[i] = malloc(mib * MIB);
-		if (held[i] == NULL)
-			return 1;
-		memset(held[i], 1, mib * MIB);
+	for (; held != NULL && mib > 0 && made < n; made++) {
+		held[made] = malloc(mib * MIB);
+		if (held[made] == NULL)
+			break;
+		memset(held[made], 1, mib * MIB);
 	}
-	wait_for_eof();
-	for (int i = 0; i < n; i++)
+	ok = held != NULL && made == n && mib > 0;
+	if (ok)
+		wait_for_eof();
+	for (int i = 0; i < made; i++)
 		free(held[i]);
 	free((void *)held);
-	return 0;
+	return ok ? 0 : 1;
 }
 
 int main(int argc, char **argv)
@@ -110,6 +118,13 @@ int main(int argc, char **argv)
 	}
 	free(blocks[0]);
 	blocks[0] = malloc(32 * MIB); /* from the cache */
+	if (argc > 1 && strcmp(argv[1], "cleared") == 0) {
+		free(blocks[3]);
+		blocks[3] = calloc(1, 16 * MIB);
+		if (blocks[3] == NULL)
+			return 1;
+		argc = 1;
+	}
 	if (argc > 1) {
 		struct hz_stats_header *h = find_header();
 
