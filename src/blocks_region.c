@@ -16,10 +16,6 @@
 #include "prim/memory.h"
 #include "prim/prim.h"
 
-#ifndef MAP_FIXED_NOREPLACE
-#define MAP_FIXED_NOREPLACE 0x100000 /* Linux 4.17 */
-#endif
-
 #define ANON (MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE)
 #define GIB ((uintptr_t)1 << HZ_REGION_SHIFT)
 #define TOP ((uintptr_t)HZ_REGION_GIBS << HZ_REGION_SHIFT)
@@ -31,20 +27,9 @@ struct hz_range hz_reservation;
 /* Reserve exactly [at, at + len), or fail with nothing mapped. */
 static int reserve_at(uintptr_t at, size_t len)
 {
-	void *got;
-	int ret;
-
 	if (at == 0 || at % GIB != 0 || at > TOP || len > TOP - at)
 		return -EINVAL;
-	ret = hz_prim_mmap((void *)at, len, PROT_NONE, ANON | MAP_FIXED_NOREPLACE, -1, 0, &got);
-	if (ret != 0)
-		return ret;
-	if ((uintptr_t)got != at) {
-		/* Before Linux 4.17 the flag is unknown and the address a hint. */
-		hz_prim_munmap(got, len);
-		return -EEXIST;
-	}
-	return 0;
+	return hz_prim_reserve_exactly(at, len);
 }
 
 /* Where the kernel would put len bytes, rounded down and then up to 1 GiB:

@@ -255,13 +255,18 @@ enum hz_prezero_opt hz_prezero_mode(void)
 
 /* ---- job slots ---- */
 
+static struct job *job_in(int state)
+{
+	for (unsigned i = 0; i < JOBS; i++)
+		if (__atomic_load_n(&pz_jobs[i].state, __ATOMIC_ACQUIRE) == state)
+			return &pz_jobs[i];
+	return NULL;
+}
+
 /* The thread alone turns a free slot into a used one. */
 static struct job *free_job(void)
 {
-	for (unsigned i = 0; i < JOBS; i++)
-		if (__atomic_load_n(&pz_jobs[i].state, __ATOMIC_ACQUIRE) == JOB_FREE)
-			return &pz_jobs[i];
-	return NULL;
+	return job_in(JOB_FREE);
 }
 
 /* Free slots, and clean bytes finished but not collected yet. */
@@ -597,10 +602,7 @@ void *hz_pz_main(void *arg)
 
 static struct job *zeroing_job(void)
 {
-	for (unsigned i = 0; i < JOBS; i++)
-		if (__atomic_load_n(&pz_jobs[i].state, __ATOMIC_ACQUIRE) == JOB_ZEROING)
-			return &pz_jobs[i];
-	return NULL;
+	return job_in(JOB_ZEROING);
 }
 
 bool hz_prezero_claimable(size_t size, size_t align)

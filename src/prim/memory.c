@@ -118,8 +118,7 @@ int hz_prim_reset_reservation(uintptr_t start, size_t len)
 	return ret;
 }
 
-/* Reserve [start, start + len) only if nothing is mapped in it. */
-static int reserve_noreplace(uintptr_t start, size_t len)
+int hz_prim_reserve_exactly(uintptr_t start, size_t len)
 {
 	void *addr;
 	int ret = hz_prim_mmap((void *)start, len, PROT_NONE,
@@ -145,7 +144,7 @@ static int reserve_holes(uintptr_t start, size_t len, size_t step)
 
 	for (uintptr_t at = start; at < start + len; at += step) {
 		size_t n = start + len - at < step ? start + len - at : step;
-		int ret = reserve_noreplace(at, n);
+		int ret = hz_prim_reserve_exactly(at, n);
 
 		if (ret == -EEXIST && step > HZ_SZ_4K)
 			ret = reserve_holes(at, n, HZ_SZ_4K);
@@ -166,7 +165,7 @@ int hz_prim_reserve_hole(uintptr_t start, size_t len)
 	int ret;
 
 	hz_prim_fault_before_put_back(start, len);
-	ret = reserve_noreplace(start, len);
+	ret = hz_prim_reserve_exactly(start, len);
 	if (ret == -EEXIST)
 		ret = reserve_holes(start, len, HOLE_STEP);
 	return ret == -EEXIST ? hole_taken() : ret;
@@ -209,7 +208,7 @@ bool hz_prim_all_mapped(uintptr_t start, size_t len)
 static int put_back_after_failure(uintptr_t start, size_t len)
 {
 	hz_prim_fault_before_put_back(start, len);
-	if (reserve_noreplace(start, len) != -EEXIST || hz_prim_all_mapped(start, len) ||
+	if (hz_prim_reserve_exactly(start, len) != -EEXIST || hz_prim_all_mapped(start, len) ||
 	    reserve_holes(start, len, HOLE_STEP) != -EEXIST)
 		return 0;
 	return hole_taken();

@@ -109,6 +109,12 @@ int hz_prim_refresh(uintptr_t start, size_t len);
  * memory the program sealed (mseal), which then stays as it is. */
 int hz_prim_reset_reservation(uintptr_t start, size_t len);
 
+/* Reserve exactly [start, start + len) (PROT_NONE, MAP_NORESERVE) only if
+ * nothing is mapped in it: 0, or -EEXIST with nothing mapped (on a kernel
+ * that takes MAP_FIXED_NOREPLACE for a hint, the mapping it made
+ * elsewhere is undone), or another negative errno value. */
+int hz_prim_reserve_exactly(uintptr_t start, size_t len);
+
 /* Reserve [start, start + len) again after its memory was moved away (a
  * plain mremap leaves a hole): MAP_FIXED_NOREPLACE, never MAP_FIXED, so a
  * mapping another thread made in the hole meanwhile survives. Returns 0
