@@ -7,9 +7,16 @@
  * fresh block of the size must get them at first touch. Before, a lazy
  * block stayed on 4 KiB pages until the collapse, and on a VM where a
  * 4 KiB fault costs 10 us that made every reuse pay for it (bench/RESULTS.md,
- * "dense reuse earns THP"). Skipped, with the reason, where THP is not in
- * "madvise" mode or the test runs emulated. */
+ * "dense reuse earns THP"). A block too large to keep on trial (over
+ * 64 MiB) goes back at its free, but how it was used still counts: the
+ * next fresh block of its size gets huge pages at first touch after a
+ * dense use, 4 KiB pages after a sparse one (src/recycle.c,
+ * note_use_of_released). The meson test sets HUGEZERO_THP_CHECK=0, so
+ * that a fresh huge page need not fault faster than 4 KiB pages here.
+ * Skipped, with the reason, where THP is not in "madvise" mode or the
+ * test runs emulated. */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
@@ -29,17 +36,22 @@ static void written(void *p)
 	__asm__ volatile("" : : "r"(p) : "memory");
 }
 
+static void need_lazy_thp(void)
+{
+	if (getenv("HZ_UNDER_EMULATOR") || !hz_test_thp_mode_is("[madvise]")) {
+		print_message("skipped: THP is not in \"madvise\" mode here, or the test runs "
+			      "under an emulator\n");
+		skip();
+	}
+}
+
 static void reused_half_written_block_gets_huge_pages(void **state)
 {
 	unsigned char *p;
 	uint64_t huge;
 
 	(void)state;
-	if (getenv("HZ_UNDER_EMULATOR") || !hz_test_thp_mode_is("[madvise]")) {
-		print_message("skipped: THP is not in \"madvise\" mode here, or the test runs "
-			      "under an emulator\n");
-		skip();
-	}
+	need_lazy_thp();
 	for (int i = 0; i < ROUNDS; i++) {
 		p = calloc(1, BLOCK);
 		assert_non_null(p);
@@ -62,10 +74,71 @@ static void reused_half_written_block_gets_huge_pages(void **state)
 	free(p);
 }
 
+/* Whether the mapping holding p is advised for THP (smaps' VmFlags "hg"):
+ * the backing gave it huge pages at first touch; a lazy block has no
+ * advice. */
+static bool advised_thp(uintptr_t p)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	unsigned long a, b;
+	bool in = false;
+	int advised = -1;
+
+	assert_non_null(f);
+	while (advised < 0 && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &a, &b) == 2 && strchr(line, '-') < strchr(line, ' '))
+			in = a <= p && p < b;
+		else if (in && strncmp(line, "VmFlags:", 8) == 0)
+			advised = strstr(line, " hg") != NULL;
+	}
+	fclose(f);
+	assert_true(advised >= 0);
+	return advised == 1;
+}
+
+/* A block of len bytes written every stride bytes (4096: densely), freed,
+ * then the next fresh one: whether the backing gave it huge pages. */
+static bool next_fresh_after_release_is_thp(size_t len, size_t stride)
+{
+	unsigned char *p = malloc(len);
+	bool thp;
+
+	assert_non_null(p);
+	for (size_t off = 0; off < len; off += stride)
+		p[off] = 1;
+	written(p);
+	free(p); /* over 64 MiB, of a size not seen before: released */
+	p = malloc(len);
+	assert_non_null(p);
+	assert_int_equal((uintptr_t)p % (2 * MiB), 0);
+	thp = advised_thp((uintptr_t)p);
+	print_message("next fresh %zu MiB block after one written every %zu KiB: %s\n",
+		      len >> 20, stride >> 10, thp ? "THP" : "4 KiB pages");
+	free(p);
+	return thp;
+}
+
+static void released_dense_block_gives_the_next_fresh_one_huge_pages(void **state)
+{
+	(void)state;
+	need_lazy_thp();
+	assert_true(next_fresh_after_release_is_thp(128 * MiB, 4096));
+}
+
+static void released_sparse_block_leaves_the_next_fresh_one_on_small_pages(void **state)
+{
+	(void)state;
+	need_lazy_thp();
+	assert_false(next_fresh_after_release_is_thp(256 * MiB, 4 * MiB));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(reused_half_written_block_gets_huge_pages),
+		cmocka_unit_test(released_dense_block_gives_the_next_fresh_one_huge_pages),
+		cmocka_unit_test(released_sparse_block_leaves_the_next_fresh_one_on_small_pages),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
