@@ -252,7 +252,8 @@ static enum hz_backing check_fresh_thp(uintptr_t start, size_t len)
  * reuse advises THP (prezero_share.c, hz_prezero_adapt_backing).
  *
  * Evidence: a block of a size class whose last block was collapsed whole,
- * or whose last recycled block was dense (cleared, not dropped), gets
+ * or whose last recycled block was dense (cleared, not dropped), or whose
+ * last block released at its free was (recycle.c), gets
  * MADV_HUGEPAGE at once, when fresh THP faults at least as fast as 4 KiB
  * pages here (measured on a scratch page, again every FRESH_RATE_NS): the
  * next one is likely dense too, and its faults then cost nothing extra (on
