@@ -3,14 +3,16 @@
  * decisions drawn from it. The mechanisms report events to it and ask it;
  * it makes no system call and calls no other module.
  *
- * A row holds three kinds of evidence:
+ * Besides the rows, one figure for all sizes: the clean bytes the pre-zero
+ * thread keeps ready for calloc. A row holds three kinds of evidence:
  *  - reuse: frees, hits, misses and the time from a free to its reuse,
  *    from which a freed block's stay in the cache comes (classes.c);
  *  - the two-block rotation trial's state (rotation.c runs the trial on
  *    the row: rotation.h);
  *  - page size: whether the class's last block was used densely, which
  *    lets its next fresh block take huge pages at once (backing.c).
- * Reuse and rotation are read and written inside the cache's guard
+ * Reuse, rotation and the clean target are read and written inside the
+ * cache's guard
  * (prezero.h), which serialises them; the page-size evidence is written by
  * the promoter and the pre-zero thread and read by any thread that maps a
  * block, so it is one atomic byte. */
@@ -106,6 +108,19 @@ size_t hz_class_spare(unsigned k, uint64_t now, uint64_t decay_ns);
 /* Every class's reuse evidence forgotten (a new cache: at start-up, in a
  * fork child, in tests). */
 void hz_classes_forget_reuse(void);
+
+/* ---- clean blocks: what the pre-zero thread prepares ---- */
+
+/* A calloc of size bytes was asked for. */
+void hz_classes_calloc_seen(size_t size);
+
+/* Bytes of clean blocks the thread keeps ready: about eight of the
+ * largest recent calloc's (classes.c). */
+size_t hz_classes_clean_target(void);
+
+/* The thread found the target met (or could not act on it): the target
+ * fades, by an eighth a turn. */
+void hz_classes_clean_enough(void);
 
 /* ---- page size ---- */
 

@@ -42,6 +42,7 @@
 #include <sys/mman.h>
 
 #include "backing.h"
+#include "classes.h"
 #include "clear/policy.h"
 #include "config.h"
 #include "cpu/relax.h"
@@ -94,17 +95,6 @@ static unsigned turns;                 /* the thread's tries at the table */
 unsigned pz_stalled_turn = ~0u;    /* the turn a program thread gave up on */
 
 struct job pz_jobs[JOBS];
-/* Read and written only in the thread's turns and inside the guard. */
-static size_t calloc_demand;
-/* The thread keeps this many of the largest recent calloc's worth of
- * blocks clean. 8, not 2: in the mixed workload (2000 callocs of 5-25 MiB,
- * 16 live) two left calloc clearing 18.7 of the 30 GB zeroed on its
- * critical path, beside the thread's clear on the other core; with eight
- * the thread cleared all but 0.2 GB, the same bytes in all, and the run
- * took 0.70x the time (4 rounds, bench/RESULTS.md, "The thread keeps eight
- * callocs' worth clean, not two"). The 64 and 256 MiB cycles and numpy's
- * loop were unchanged. */
-#define DEMAND_CALLOCS 8
 
 /* The thread. stop asks it to end (hz_prezero_stop); tid is its kernel id
  * while it runs, exited set once it has left its loop. */
@@ -226,12 +216,6 @@ void hz_prezero_leave(void)
 	hz_pz_publish_bytes();
 	__atomic_store_n(&pz_program_in, 0, __ATOMIC_SEQ_CST);
 	hz_unlock(&pz_lock);
-}
-
-void hz_prezero_note_calloc(size_t size)
-{
-	if (calloc_demand < DEMAND_CALLOCS * size)
-		calloc_demand = DEMAND_CALLOCS * size;
 }
 
 bool hz_prezero_can_help(void)
@@ -479,7 +463,7 @@ static bool take_turn(uint64_t now, struct job **zero, struct job **release, uns
 	clean += pz_cache.clean_bytes;
 	if (now < __atomic_load_n(&paused_until, __ATOMIC_RELAXED)) {
 		/* starved: rest */
-	} else if (clean < calloc_demand && !hz_cache_memory_limited()) {
+	} else if (clean < hz_classes_clean_target() && !hz_cache_memory_limited()) {
 		/* Not under a memory cgroup limit: a span held here could not
 		 * be dropped for a fresh block (cache.h), and calloc zeroes its
 		 * own. */
@@ -487,7 +471,7 @@ static bool take_turn(uint64_t now, struct job **zero, struct job **release, uns
 		if (i >= 0)
 			*zero = take_job(i, false);
 	} else {
-		calloc_demand -= calloc_demand / 8; /* demand fades when idle */
+		hz_classes_clean_enough(); /* the target fades while it is met */
 	}
 	if (*zero == NULL && now >= __atomic_load_n(&paused_until, __ATOMIC_RELAXED) &&
 	    (i = hz_cache_first_idle(&pz_cache, now, LAZY_IDLE_NS)) >= 0)

@@ -29,10 +29,6 @@ void hz_prezero_leave(void);
  * started. */
 enum hz_prezero_opt hz_prezero_mode(void);
 
-/* Inside the guard: a calloc of size bytes; the thread keeps about eight
- * of the largest recent ones clean (prezero.c, DEMAND_CALLOCS). */
-void hz_prezero_note_calloc(size_t size);
-
 /* Outside the guard: dirty spans are waiting (starts the thread the first
  * time). Never waits. */
 void hz_prezero_wake(void);

@@ -128,7 +128,7 @@ static int from_cache(size_t size, size_t align, bool zero, struct hz_cache_batc
 		if (!c)
 			return -ENOENT;
 		if (zero)
-			hz_prezero_note_calloc(size);
+			hz_classes_calloc_seen(size);
 		now = hz_prim_now_ns();
 		hz_cache_decay(c, now, b);
 		i = hz_cache_pick(c, size, align, zero, dirty_ok);

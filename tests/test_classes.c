@@ -138,6 +138,22 @@ static void forgetting_reuse_keeps_the_page_size_evidence(void **state)
 	assert_true(hz_class_dense(SIZE));
 }
 
+static void the_clean_target_is_eight_of_the_largest_calloc_and_fades_when_met(void **state)
+{
+	(void)state;
+	assert_int_equal(hz_classes_clean_target(), 0);
+	hz_classes_calloc_seen(SIZE);
+	hz_classes_calloc_seen(SIZE / 4); /* a smaller one changes nothing */
+	assert_int_equal(hz_classes_clean_target(), 8 * SIZE);
+	hz_classes_clean_enough();
+	assert_int_equal(hz_classes_clean_target(), 7 * SIZE);
+	hz_classes_calloc_seen(SIZE);
+	assert_int_equal(hz_classes_clean_target(), 8 * SIZE);
+	for (int i = 0; i < 200; i++)
+		hz_classes_clean_enough();
+	assert_true(hz_classes_clean_target() < SIZE / 1000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -150,6 +166,8 @@ int main(void)
 		cmocka_unit_test_setup(dense_evidence_is_per_class_and_replaced_by_the_last_note,
 				       reset),
 		cmocka_unit_test_setup(forgetting_reuse_keeps_the_page_size_evidence, reset),
+		cmocka_unit_test_setup(
+			the_clean_target_is_eight_of_the_largest_calloc_and_fades_when_met, reset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
