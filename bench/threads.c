@@ -12,7 +12,8 @@
  *       byte, free.
  *
  * Output, one CSV row per line, first field the row kind:
- *   result,threads,PARAM,ms_per_cycle,V   wall time from the barrier to the
+ *   result,threads,PARAM,ms_per_cycle,V   wall time from the first thread's
+ *                                         start after the barrier to the
  *                                         last thread's end / CYCLES: the
  *                                         time one round of N cycles takes
  *   phase,threads,PARAM,gb_per_s,V        N x CYCLES x SIZE / that wall
@@ -68,12 +69,11 @@ struct worker {
 	size_t size, cycles;
 	uint64_t *cycle_ns;            /* cycles entries */
 	uint64_t calloc_ns, write_ns, free_ns;
-	uint64_t end_ns;               /* when its last cycle ended */
+	uint64_t start_ns, end_ns;     /* its timed cycles' start and end */
 	long vcsw, ivcsw;              /* during the timed cycles */
 };
 
 static pthread_barrier_t start_line;
-static uint64_t start_ns;
 static bool verify;
 
 static uint64_t now_ns(void)
@@ -175,6 +175,9 @@ static void *work(void *arg)
 
 	one_cycle(w, 0, false);
 	pthread_barrier_wait(&start_line);
+	/* Each thread reads the clock itself: the main thread may be
+	 * scheduled long after the barrier opens, when cycles have run. */
+	w->start_ns = now_ns();
 	switches(&v0, &iv0);
 	for (size_t i = 0; i < w->cycles; i++)
 		one_cycle(w, i, true);
@@ -214,7 +217,7 @@ static int run(unsigned n, size_t size, size_t cycles)
 {
 	struct worker w[MAX_THREADS];
 	uint64_t *all = malloc(n * cycles * sizeof(*all));
-	uint64_t end = 0, slowest = 0, ca = 0, wr = 0, fr = 0;
+	uint64_t start = UINT64_MAX, end = 0, slowest = 0, ca = 0, wr = 0, fr = 0;
 	long vcsw = 0, ivcsw = 0;
 	char param[48], sz[24];
 	double wall_ms, per;
@@ -222,7 +225,7 @@ static int run(unsigned n, size_t size, size_t cycles)
 	if (!all)
 		die("out of memory for the cycle times");
 	snprintf(param, sizeof param, "%ux%s", n, size_str(size, sz, sizeof sz));
-	if (pthread_barrier_init(&start_line, NULL, n + 1) != 0)
+	if (pthread_barrier_init(&start_line, NULL, n) != 0)
 		die("pthread_barrier_init failed");
 	for (unsigned t = 0; t < n; t++) {
 		w[t] = (struct worker){ .idx = t, .size = size, .cycles = cycles,
@@ -230,27 +233,28 @@ static int run(unsigned n, size_t size, size_t cycles)
 		if (pthread_create(&w[t].tid, NULL, work, &w[t]) != 0)
 			die("pthread_create failed");
 	}
-	/* The clock starts when the last thread is past its untimed cycle. */
-	pthread_barrier_wait(&start_line);
-	start_ns = now_ns();
+	/* The clock runs from the first thread's start, once every thread is
+	 * past its untimed cycle, to the last one's end. */
 	for (unsigned t = 0; t < n; t++) {
 		pthread_join(w[t].tid, NULL);
+		if (w[t].start_ns < start)
+			start = w[t].start_ns;
 		if (w[t].end_ns > end)
 			end = w[t].end_ns;
-		if (w[t].end_ns - start_ns > slowest)
-			slowest = w[t].end_ns - start_ns;
+		if (w[t].end_ns - w[t].start_ns > slowest)
+			slowest = w[t].end_ns - w[t].start_ns;
 		ca += w[t].calloc_ns;
 		wr += w[t].write_ns;
 		fr += w[t].free_ns;
 		vcsw += w[t].vcsw;
 		ivcsw += w[t].ivcsw;
 	}
-	wall_ms = (double)(end - start_ns) / 1e6;
+	wall_ms = (double)(end - start) / 1e6;
 	per = (double)n * (double)cycles;
 	qsort(all, n * cycles, sizeof(*all), cmp_u64);
 	printf("result,threads,%s,ms_per_cycle,%.4f\n", param, wall_ms / (double)cycles);
 	printf("phase,threads,%s,gb_per_s,%.3f\n", param,
-	       (double)size * per / ((double)(end - start_ns)));
+	       (double)size * per / ((double)(end - start)));
 	printf("phase,threads,%s,wall_ms,%.3f\n", param, wall_ms);
 	printf("phase,threads,%s,calloc_ms,%.4f\n", param, (double)ca / 1e6 / per);
 	printf("phase,threads,%s,write_ms,%.4f\n", param, (double)wr / 1e6 / per);
