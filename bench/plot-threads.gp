@@ -10,7 +10,7 @@ if (!exists("out")) out = 'bench/out/threads.png'
 if (!exists("title")) title = 'bench/run-threads'
 
 set datafile separator ','
-set terminal pngcairo size 1200,900 noenhanced font ",11"
+set terminal pngcairo size 1400,900 noenhanced font ",11"
 set output out
 
 # Rows prefixed with their group: one group per thread count and size.
