@@ -4,6 +4,7 @@
 # 1 = leaner), log scale; boxes are
 # the medians of the per-round ratios, bars their min-max.
 #   gnuplot -e "in='bench/out/apps-summary.csv'; out='bench/out/apps.png'" bench/plot-apps.gp
+# (optionally variants='glibc-always tcmalloc hugezero': which bars to draw)
 if (!exists("in")) in = 'bench/out/apps-summary.csv'
 if (!exists("out")) out = 'bench/out/apps.png'
 if (!exists("title")) title = 'bench/run-apps'
@@ -20,9 +21,13 @@ xt = system(sprintf("awk -F, 'NR > 1 { k = $1 \" \" $2; if (k in g) next; g[k] =
 eval "set xtics " . xt
 set xtics font ",9"
 
-# glibc itself is the 1.0 line.
-variants = "jemalloc mimalloc tcmalloc hugezero"
-colors = "0x1b9e77 0x7570b3 0xe6ab02 0xd95f02"
+# glibc itself is the 1.0 line. variants: the ones to draw (bench/run-apps
+# passes those in the summary), each in its own colour whatever the subset.
+if (!exists("variants")) variants = "glibc-always glibc-hugetlb jemalloc mimalloc tcmalloc hugezero"
+known = "glibc-always glibc-hugetlb jemalloc mimalloc tcmalloc hugezero hugezero-b"
+palette = "0x999999 0x555555 0x1b9e77 0x7570b3 0xe6ab02 0xd95f02 0xe7298a"
+slot(v, i) = i > words(known) ? words(known) : word(known, i) eq v ? i : slot(v, i + 1)
+color(i) = word(palette, slot(word(variants, i), 1))
 nv = words(variants)
 bw = 0.8 / nv
 xpos(g, i) = g + (i - (nv + 1) / 2.0) * bw
@@ -42,13 +47,13 @@ set arrow 1 from graph 0, first 1 to graph 1, first 1 nohead lw 2 lc rgb "black"
 
 set title "speed vs glibc (glibc wall time / allocator wall time, per round; above 1 = faster), bars: min-max of the rounds"
 plot for [i = 1:nv] data using (is(i) ? xpos($1, i) : NaN):14 with boxes \
-       lc rgb word(colors, i) title word(variants, i), \
+       lc rgb color(i) title word(variants, i), \
      for [i = 1:nv] data using (is(i) ? xpos($1, i) : NaN):14:15:16 with yerrorbars \
        lc rgb "black" pt 0 ps 0 notitle
 
 set title "peak memory vs glibc (allocator ru_maxrss + hugetlb / glibc's, per round; below 1 = leaner), bars: min-max of the rounds"
 plot for [i = 1:nv] data using (is(i) ? xpos($1, i) : NaN):17 with boxes \
-       lc rgb word(colors, i) title word(variants, i), \
+       lc rgb color(i) title word(variants, i), \
      for [i = 1:nv] data using (is(i) ? xpos($1, i) : NaN):17:18:19 with yerrorbars \
        lc rgb "black" pt 0 ps 0 notitle
 unset multiplot
