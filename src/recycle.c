@@ -322,7 +322,9 @@ static bool zero_at_free(const struct hz_span *span)
  * next fresh block of its size may take huge pages at first touch
  * (backing.c), where on a VM a 4 KiB fault costs 10-19 us. One residency
  * pass (mincore, microseconds per 64 MiB), for 4 KiB-page blocks only:
- * mincore cannot tell a sparse use of huge pages from a dense one. */
+ * mincore cannot tell a sparse use of huge pages from a dense one. (Under
+ * MALLOC_PERTURB_ the preload fills every freed block first, so each reads
+ * dense: a debugging setting, whose RSS is the whole block anyway.) */
 static void note_use_of_released(const struct hz_cache_batch *b, const struct hz_span *freed)
 {
 	enum hz_zero_method m;

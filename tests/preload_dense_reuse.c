@@ -12,7 +12,9 @@
  * next fresh block of its size gets huge pages at first touch after a
  * dense use, 4 KiB pages after a sparse one (src/recycle.c,
  * note_use_of_released). The meson test sets HUGEZERO_THP_CHECK=0, so
- * that a fresh huge page need not fault faster than 4 KiB pages here.
+ * that a fresh huge page need not fault faster than 4 KiB pages here, and
+ * MALLOC_PERTURB_=0 (meson sets it otherwise): a perturbed free writes
+ * the whole block, which then reads as used densely.
  * Skipped, with the reason, where THP is not in "madvise" mode or the
  * test runs emulated. */
 #include <stdarg.h>
@@ -24,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <malloc.h>
 
 #include "util.h"
 
@@ -101,10 +104,15 @@ static bool advised_thp(uintptr_t p)
  * then the next fresh one: whether the backing gave it huge pages. */
 static bool next_fresh_after_release_is_thp(size_t len, size_t stride)
 {
-	unsigned char *p = malloc(len);
+	unsigned char *p;
 	bool thp;
 
+	/* No cached span from the cases before may serve either block (a
+	 * merge of kept THP blocks): the first must be fresh and lazy. */
+	malloc_trim(0);
+	p = malloc(len);
 	assert_non_null(p);
+	assert_false(advised_thp((uintptr_t)p));
 	for (size_t off = 0; off < len; off += stride)
 		p[off] = 1;
 	written(p);
