@@ -549,14 +549,17 @@ static int metrics(struct target *t, bool have_pid, const char *dir)
 	return status;
 }
 
-int hz_cmd_stats(int argc, char **argv)
-{
-	struct target t = { 0 };
-	bool json = false, watching = false, have_pid = false, openmetrics = false;
-	const char *textfile = NULL;
-	double seconds = 1.0;
-	int ret;
+/* What the command line asks for. */
+struct stats_args {
+	struct target t;
+	bool json, watching, have_pid, openmetrics;
+	const char *textfile;
+	double seconds;
+};
 
+/* Returns -1 to go on, else the exit status (--help, a usage error). */
+static int parse_stats_args(int argc, char **argv, struct stats_args *o)
+{
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
@@ -564,55 +567,63 @@ int hz_cmd_stats(int argc, char **argv)
 			fputs(usage_stats, stdout);
 			return 0;
 		} else if (strcmp(a, "--json") == 0) {
-			json = true;
+			o->json = true;
 		} else if (strcmp(a, "--openmetrics") == 0) {
-			openmetrics = true;
+			o->openmetrics = true;
 		} else if (strcmp(a, "--textfile") == 0 && i + 1 < argc) {
-			textfile = argv[++i];
+			o->textfile = argv[++i];
 		} else if (strcmp(a, "--watch") == 0) {
-			watching = true;
+			o->watching = true;
 			/* SECONDS is optional: a number that is not the last
 			 * argument (which is the PID). */
-			if (i + 2 < argc || (i + 1 < argc && have_pid)) {
-				int n = parse_seconds(argv[i + 1], &seconds);
+			if (i + 2 < argc || (i + 1 < argc && o->have_pid)) {
+				int n = parse_seconds(argv[i + 1], &o->seconds);
 
 				if (n < 0)
 					return EXIT_USAGE;
 				i += n;
 			}
-		} else if (a[0] != '-' && !have_pid && parse_pid(a, &t.pid) == 0) {
-			have_pid = true;
+		} else if (a[0] != '-' && !o->have_pid && parse_pid(a, &o->t.pid) == 0) {
+			o->have_pid = true;
 		} else {
 			fprintf(stderr, "hugezero stats: unexpected argument '%s'\n%s", a,
 				usage_stats);
 			return EXIT_USAGE;
 		}
 	}
-	if ((openmetrics || textfile) && (json || watching || (openmetrics && textfile))) {
+	return -1;
+}
+
+int hz_cmd_stats(int argc, char **argv)
+{
+	struct stats_args o = { .t = { 0 }, .seconds = 1.0 };
+	static struct hz_stats s;
+	int ret = parse_stats_args(argc, argv, &o);
+
+	if (ret >= 0)
+		return ret;
+	if ((o.openmetrics || o.textfile) &&
+	    (o.json || o.watching || (o.openmetrics && o.textfile))) {
 		fprintf(stderr, "hugezero stats: --openmetrics and --textfile go alone (with a PID "
 			"or none)\n%s", usage_stats);
 		return EXIT_USAGE;
 	}
-	if (openmetrics || textfile)
-		return metrics(&t, have_pid, textfile);
-	if (!have_pid && (json || watching)) {
+	if (o.openmetrics || o.textfile)
+		return metrics(&o.t, o.have_pid, o.textfile);
+	if (!o.have_pid && (o.json || o.watching)) {
 		fprintf(stderr, "hugezero stats: --json and --watch need a PID\n%s", usage_stats);
 		return EXIT_USAGE;
 	}
-	if (!have_pid)
+	if (!o.have_pid)
 		return list_processes();
-	ret = locate(&t);
+	ret = locate(&o.t);
 	if (ret != 0)
-		return explain(&t, ret);
-	if (watching)
-		return watch(&t, json, seconds);
-	{
-		static struct hz_stats s;
-
-		ret = sample(&t, &s);
-		if (ret != 0)
-			return lost(&t, ret);
-		print_report(&t, &s, json);
-	}
+		return explain(&o.t, ret);
+	if (o.watching)
+		return watch(&o.t, o.json, o.seconds);
+	ret = sample(&o.t, &s);
+	if (ret != 0)
+		return lost(&o.t, ret);
+	print_report(&o.t, &s, o.json);
 	return 0;
 }
