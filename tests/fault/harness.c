@@ -34,6 +34,7 @@ static void fault_resolve(struct hz_next *next)
 	next->next_mmap = mmap;
 	next->next_munmap = munmap;
 	next->next_mremap = mremap;
+	next->next_pthread_create = pthread_create;
 }
 
 void fault_start(void)

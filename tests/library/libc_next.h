@@ -27,6 +27,7 @@ static inline void hz_test_libc_next(struct hz_next *n)
 	n->next_mmap = mmap;
 	n->next_munmap = munmap;
 	n->next_mremap = mremap;
+	n->next_pthread_create = pthread_create;
 }
 
 /* Start hugezero with them, as the shim does with what it resolved. Later
