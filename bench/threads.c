@@ -56,12 +56,11 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#define MIB ((size_t)1 << 20)
+#define BENCH_NAME "bench-threads"
+#include "standalone.h"
+
 /* 64: more threads than any machine here has CPUs, by far. */
 #define MAX_THREADS 64
-
-/* The compiler must assume p's memory is read here. */
-#define ESCAPE(p) __asm__ volatile("" : : "r"(p) : "memory")
 
 struct worker {
 	pthread_t tid;
@@ -75,48 +74,6 @@ struct worker {
 
 static pthread_barrier_t start_line;
 static bool verify;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void die(const char *what)
-{
-	fprintf(stderr, "bench-threads: %s\n", what);
-	exit(1);
-}
-
-/* "64M", "4G", "200" (counts take the same suffixes, binary). */
-static size_t parse_size(const char *s)
-{
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	default: break;
-	}
-	if (end == s || *end != '\0' || v == 0)
-		die("bad size or count (examples: 64M, 4, 20)");
-	return (size_t)v;
-}
-
-static const char *size_str(size_t v, char *buf, size_t cap)
-{
-	if (v % (1u << 30) == 0)
-		snprintf(buf, cap, "%zuG", v >> 30);
-	else if (v % MIB == 0)
-		snprintf(buf, cap, "%zuM", v >> 20);
-	else
-		snprintf(buf, cap, "%zu", v);
-	return buf;
-}
 
 /* Every byte of [p, p + len) reads zero, or the program exits. */
 static void check_zero(const unsigned char *p, size_t len, unsigned idx, size_t cycle)
