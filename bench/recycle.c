@@ -105,24 +105,6 @@ static void check_zero(const unsigned char *p, size_t len, const char *what)
 		}
 }
 
-static long status_kib(const char *key)
-{
-	char line[256];
-	size_t klen = strlen(key);
-	long v = -1;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof line, f))
-		if (strncmp(line, key, klen) == 0) {
-			v = strtol(line + klen, NULL, 10);
-			break;
-		}
-	fclose(f);
-	return v;
-}
-
 static void report_mem(const char *w, const char *param)
 {
 	printf("mem,%s,%s,vmhwm_kib,%ld\n", w, param, status_kib("VmHWM:"));

@@ -1,6 +1,6 @@
 /* Helpers of the benchmark programs that scripts build from one file
  * (`cc bench/recycle.c`, `cc bench/threads.c`): the clock, setup errors
- * and sizes on the command line. Each defines BENCH_NAME, its name in
+ * sizes on the command line and /proc/self/status. Each defines BENCH_NAME, its name in
  * messages, before including this. */
 #ifndef HZ_BENCH_STANDALONE_H
 #define HZ_BENCH_STANDALONE_H
@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define MIB ((size_t)1 << 20)
@@ -56,6 +57,25 @@ static inline const char *size_str(size_t v, char *buf, size_t cap)
 	else
 		snprintf(buf, cap, "%zu", v);
 	return buf;
+}
+
+/* A figure of /proc/self/status in KiB ("VmHWM:"), or -1. */
+static inline long status_kib(const char *key)
+{
+	char line[256];
+	size_t klen = strlen(key);
+	long v = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f))
+		if (strncmp(line, key, klen) == 0) {
+			v = strtol(line + klen, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return v;
 }
 
 #endif /* HZ_BENCH_STANDALONE_H */

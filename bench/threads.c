@@ -152,24 +152,6 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static long status_kib(const char *key)
-{
-	char line[256];
-	size_t klen = strlen(key);
-	long v = -1;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof line, f))
-		if (strncmp(line, key, klen) == 0) {
-			v = strtol(line + klen, NULL, 10);
-			break;
-		}
-	fclose(f);
-	return v;
-}
-
 static int run(unsigned n, size_t size, size_t cycles)
 {
 	struct worker w[MAX_THREADS];
