@@ -1,7 +1,7 @@
 /* Helpers of the benchmark programs that scripts build from one file
- * (`cc bench/recycle.c`, `cc bench/threads.c`): the clock, setup errors
- * sizes on the command line and /proc/self/status. Each defines BENCH_NAME, its name in
- * messages, before including this. */
+ * (`cc bench/recycle.c`, `cc bench/threads.c`): the clock, setup errors,
+ * sizes on the command line and /proc/self/status. Each defines
+ * BENCH_NAME, its name in messages, before including this. */
 #ifndef HZ_BENCH_STANDALONE_H
 #define HZ_BENCH_STANDALONE_H
 
