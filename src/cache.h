@@ -104,7 +104,7 @@ struct hz_cache_entry {
 	 * took reads zero again, so clean stays true. */
 	bool lazy;
 	/* Set by hz_cache_add from the span's size class: */
-	bool probe;          /* its class shows no reuse yet (cache.c) */
+	bool probe;          /* its class shows no reuse yet (classes.c) */
 	uint64_t stay_ns;    /* idle this long, it decays */
 };
 
