@@ -266,7 +266,7 @@ static enum hz_backing check_fresh_thp(uintptr_t start, size_t len)
 /* 10 s: the host's backing of free guest memory changes slowly. */
 #define FRESH_RATE_NS (10 * HZ_NS_PER_SEC)
 
-static bool fresh_thp_fast(void)
+bool hz_backing_fresh_thp_fast(void)
 {
 	static uint64_t measured_at;
 	static int fast;
@@ -311,7 +311,7 @@ void hz_backing_on_lazy(void (*watch)(uintptr_t start, size_t len))
  * promoter when it runs. */
 static int map_lazy(uintptr_t start, size_t len, enum hz_backing *got)
 {
-	bool up_front = hz_class_dense(len) && fresh_thp_fast();
+	bool up_front = hz_class_dense(len) && hz_backing_fresh_thp_fast();
 	bool advised;
 	int ret = hz_prim_commit(start, len, up_front ? HZ_PAGES_THP : HZ_PAGES_DEFAULT, &advised);
 

@@ -29,6 +29,11 @@ enum hz_backing hz_backing_first(void);
  * prctl(PR_SET_THP_DISABLE); else 0. */
 int hz_backing_thp_usable(void);
 
+/* Whether a fresh huge page faults at least as fast as 4 KiB pages here,
+ * measured on a scratch page every FRESH_RATE_NS (backing.c); true with
+ * HUGEZERO_THP_CHECK=0. Advice on fresh memory pays only then. */
+bool hz_backing_fresh_thp_fast(void);
+
 /* Map [start, start + len) read-write over the reservation, trying want and
  * then each smaller backing. start and len are multiples of want's page.
  * The memory is zero. lazy_ok: a block of the regions, which may start on

@@ -136,13 +136,22 @@ bool hz_prezero_holds_probes(void)
 	return hz_prezero_mode() != HZ_PREZERO_OPT_THREAD || hz_prezero_welcome();
 }
 
-/* The promoter tracks a range since then: the thread starts now when
- * welcome, else once the oldest such range has waited the collapse delay. */
-static void start_for_promotion(uint64_t since)
+/* 32 MiB: in a program with no thread of its own, the smallest range whose
+ * first writes the thread starts to watch at once (promote_density.h, "the
+ * first touches"). Written densely on 4 KiB pages such a range faults for
+ * 80-160 ms here, on huge pages for about 2.5; the thread costs the
+ * program the few percent of its run that glibc's multi-threaded locks
+ * take (above). Smaller ranges wait for the collapse delay, as before. */
+#define YOUNG_START_MIN ((size_t)32 << 20)
+
+/* The promoter tracks a range of len since then: the thread starts now when
+ * welcome or for a young range worth it, else once the oldest such range
+ * has waited the collapse delay. */
+static void start_for_promotion(uint64_t since, size_t len)
 {
 	uint64_t w = __atomic_load_n(&promotion_waits_since, __ATOMIC_RELAXED);
 
-	if (hz_prezero_welcome()) {
+	if (hz_prezero_welcome() || len >= YOUNG_START_MIN) {
 		hz_prezero_start();
 		return;
 	}
@@ -158,7 +167,7 @@ void hz_prezero_watch(uintptr_t start, size_t len, enum hz_promote_kind kind)
 	if (hz_prezero_mode() != HZ_PREZERO_OPT_THREAD || !hz_promote_enabled())
 		return;
 	if (hz_promote_track(start, len, kind))
-		start_for_promotion(hz_prim_now_ns());
+		start_for_promotion(hz_prim_now_ns(), len);
 }
 
 void hz_prezero_poke(void)

@@ -36,6 +36,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sys/mman.h>
 
 #include "backing.h"
 #include "blocks.h"
@@ -89,6 +90,11 @@
  * idle priority gets the CPU, and the promoter wakes it; the limit is only
  * for a promoter that cannot run at all (a thread stopped by a debugger). */
 #define FORGET_WAIT_NS 1000000000ull
+/* Young ranges (promote_density.h, "the first touches"): watched for 1 s
+ * after tracking, every 2 ms, the time a writer faulting fresh 4 KiB pages
+ * here takes to fill half a 2 MiB page. */
+#define YOUNG_NS HZ_NS_PER_SEC
+#define YOUNG_TICK_NS (2 * HZ_NS_PER_MS)
 
 enum { ST_FREE, ST_CLAIMED, ST_LIVE, ST_BUSY };
 #define ST_MASK 3u
@@ -99,6 +105,7 @@ struct slot {
 	uint32_t word;
 	uint8_t kind;
 	bool done;       /* nothing left to do: every segment collapsed, or given up */
+	bool young;      /* first touches still watched (promote_density.h) */
 	bool whole;      /* every segment found dense and collapsed (or refused) */
 	uint16_t failures;
 	uint16_t refused; /* 2 MiB pages refused (EINVAL), left on 4 KiB pages */
@@ -118,6 +125,8 @@ static int mmap_count;
 static uintptr_t mmap_lo = UINTPTR_MAX, mmap_hi;
 static uint64_t next_tick, interval = INTERVAL_MIN_NS;
 static unsigned rr; /* the promoter's next slot */
+/* Until then some range is young (ns): the young pass runs. */
+static uint64_t young_until;
 
 bool hz_promote_enabled(void)
 {
@@ -329,6 +338,7 @@ bool hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind)
 	__atomic_store_n(&s->done, false, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->whole, false, __ATOMIC_RELAXED);
 	s->failures = s->refused = 0;
+	s->young = true;
 	__atomic_store_n(&s->start, start, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->len, hp * HZ_SZ_2M, __ATOMIC_RELAXED);
 	s->seg_hp = seg_hp;
@@ -344,6 +354,7 @@ bool hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind)
 	__atomic_store_n(&s->word, (load_word(s) & ~ST_MASK) | ST_LIVE, __ATOMIC_RELEASE);
 	__atomic_store_n(&tracked_any, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&next_tick, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&young_until, s->since + YOUNG_NS, __ATOMIC_RELAXED);
 	hz_stats_add(promote_tracked, 1);
 	return true;
 }
@@ -351,6 +362,7 @@ bool hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind)
 /* ---- the promoter (the pre-zero thread) ---- */
 
 struct budget {
+	uint64_t now;
 	size_t scanned;
 	unsigned collapsed;
 	uint64_t until;
@@ -478,7 +490,12 @@ static void work_on(struct slot *s, struct budget *b)
 		note_class(s);
 }
 
-static void visit(struct slot *s, struct budget *b)
+typedef void work_fn(struct slot *s, struct budget *b);
+
+/* Run work on s, live and not done, holding it busy: a forget meanwhile
+ * marks it dead and waits (wait_promoter), so nothing work does lands on
+ * what the program maps there next. */
+static void visit(struct slot *s, work_fn *work, struct budget *b)
 {
 	uint32_t w = load_word(s);
 	struct ending e;
@@ -486,7 +503,7 @@ static void visit(struct slot *s, struct budget *b)
 	if ((w & ST_MASK) != ST_LIVE || __atomic_load_n(&s->done, __ATOMIC_RELAXED) ||
 	    !cas_word(s, &w, (w & ~ST_MASK) | ST_BUSY))
 		return;
-	work_on(s, b);
+	work(s, b);
 	e = ending_of(s);
 	w = load_word(s);
 	for (;;) {
@@ -499,6 +516,59 @@ static void visit(struct slot *s, struct budget *b)
 		slot_freed(e);
 		hz_prim_futex_wake(futex_of(s), INT_MAX);
 	}
+}
+
+/* ---- young ranges: advice at the first dense writes ---- */
+
+/* THP on [start, end) of s, which the program has not touched yet. */
+static void advise_rest(struct slot *s, uintptr_t from)
+{
+	uintptr_t end = s->start + s->len;
+
+	if (from >= end || !hz_backing_fresh_thp_fast())
+		return;
+	if (hz_prim_madvise((void *)from, end - from, MADV_HUGEPAGE) != 0)
+		return;
+	hz_stats_add(promote_advised_bytes, end - from);
+	hz_debug("%zu bytes at %p written densely: THP advised on the %zu after %p", s->len,
+		 (void *)s->start, end - from, (void *)from);
+}
+
+static void look_young(struct slot *s, struct budget *b)
+{
+	size_t n = s->len / HZ_SZ_2M, frontier;
+	enum hz_front verdict = HZ_FRONT_SPARSE;
+
+	if (!s->young)
+		return;
+	if (n > HZ_PROMOTE_DENSE_MAX)
+		n = HZ_PROMOTE_DENSE_MAX; /* the first 8 GiB speak for the rest */
+	if (b->now - s->since > YOUNG_NS ||
+	    (s->kind == HZ_PROMOTE_BLOCK && !block_still_ours(s)) ||
+	    hz_promote_front(s->start, n, &verdict, &frontier) != 0 || verdict != HZ_FRONT_WAIT)
+		s->young = false;
+	if (verdict != HZ_FRONT_DENSE)
+		return;
+	advise_rest(s, s->start + (frontier < n ? frontier * HZ_SZ_2M : s->len));
+	if (s->kind == HZ_PROMOTE_BLOCK)
+		hz_class_note_dense(s->len, true);
+}
+
+/* Look at every young range. Returns the ns until the next look, or
+ * UINT64_MAX when none is young. */
+static uint64_t young_pass(uint64_t now)
+{
+	struct budget b = { .now = now };
+
+	if (now >= __atomic_load_n(&young_until, __ATOMIC_RELAXED))
+		return UINT64_MAX;
+	if (!hz_promote_enabled()) {
+		__atomic_store_n(&young_until, 0, __ATOMIC_RELAXED);
+		return UINT64_MAX;
+	}
+	for (unsigned i = 0; i < SLOTS; i++)
+		visit(&slots[i], look_young, &b);
+	return YOUNG_TICK_NS;
 }
 
 /* The child of a fork has no promoter: what it held is live again. */
@@ -524,21 +594,20 @@ static void register_atfork(void)
 	pthread_atfork(NULL, NULL, fork_child);
 }
 
-uint64_t hz_promote_tick(uint64_t now)
+/* Collapse what is dense, within the tick's budget, when a tick is due.
+ * Returns the ns until the next one is due. */
+static uint64_t collapse_pass(uint64_t now)
 {
 	uint64_t delay = hz_config()->collapse_delay_ms * HZ_NS_PER_MS;
 	struct budget b = { .until = now + TICK_BUDGET_NS, .born_by = now > delay ? now - delay : 0 };
 	uint64_t due = __atomic_load_n(&next_tick, __ATOMIC_RELAXED);
 
-	if (!__atomic_load_n(&tracked_any, __ATOMIC_ACQUIRE))
-		return UINT64_MAX;
 	if (now < due)
 		return due - now;
 	if (!hz_promote_enabled()) {
 		__atomic_store_n(&next_tick, now + INTERVAL_MAX_NS, __ATOMIC_RELAXED);
 		return INTERVAL_MAX_NS;
 	}
-	pthread_once(&atfork_once, register_atfork);
 	if (due == 0)
 		interval = INTERVAL_MIN_NS; /* a new range */
 	if (hz_promote_share_left_ns() == 0) {
@@ -548,7 +617,7 @@ uint64_t hz_promote_tick(uint64_t now)
 		return interval;
 	}
 	for (unsigned n = 0; n < SLOTS && !b.stop && b.scanned < SCAN_MAX; n++)
-		visit(&slots[rr++ % SLOTS], &b);
+		visit(&slots[rr++ % SLOTS], work_on, &b);
 	if (b.backoff)
 		interval = interval * 2 > INTERVAL_MAX_NS ? INTERVAL_MAX_NS : interval * 2;
 	else if (!b.worked)
@@ -560,6 +629,18 @@ uint64_t hz_promote_tick(uint64_t now)
 	now = hz_prim_now_ns();
 	__atomic_store_n(&next_tick, now + interval, __ATOMIC_RELAXED);
 	return interval;
+}
+
+uint64_t hz_promote_tick(uint64_t now)
+{
+	uint64_t young_in, collapse_in;
+
+	if (!__atomic_load_n(&tracked_any, __ATOMIC_ACQUIRE))
+		return UINT64_MAX;
+	pthread_once(&atfork_once, register_atfork);
+	young_in = young_pass(now);
+	collapse_in = collapse_pass(now);
+	return young_in < collapse_in ? young_in : collapse_in;
 }
 
 #ifdef HZ_TEST_CORE

@@ -39,7 +39,7 @@ static void fill(void)
 	s.thp_demoted = 2, s.thp_promoted = 9, s.mmaps_aligned = 11, s.mmap_bytes = 44 << 20;
 	s.promote_tracked = 13, s.promote_collapsed_bytes = 64 << 20, s.promote_ns = 32000000;
 	s.promote_failed = 2, s.promote_share_waits = 5, s.promote_left_4k = 3;
-	s.thp_up_front = 1;
+	s.thp_up_front = 1, s.promote_advised_bytes = 6 << 20;
 	s.exec.segments = 12, s.exec.text_bytes = 24 << 20, s.exec.advised_bytes = 20 << 20;
 	s.exec.unaligned_bytes = 65536, s.exec.prewarmed_bytes = 10 << 20;
 	s.exec.prewarm_ns = 4567890, s.exec.collapsed_bytes = 2 << 20;
@@ -154,7 +154,7 @@ static void json_report_has_every_key(void **state)
 	" \"cache_no_reuse\": 0, \"cache_no_reuse_bytes\": 0, \"cache_reuse_missed\": 0,\n"
 	" \"zeroed_bytes\": 0, \"dropped_bytes\": 0, \"zero_page_bytes\": 0,\n"
 	" \"thp_demoted\": 2, \"thp_promoted\": 9,\n"
-	" \"promote_tracked\": 13, \"promote_collapsed_bytes\": 67108864, \"promote_ns\": 32000000, \"promote_failed\": 2, \"promote_share_waits\": 5, \"promote_left_4k\": 3, \"thp_up_front\": 1,\n"
+	" \"promote_tracked\": 13, \"promote_collapsed_bytes\": 67108864, \"promote_ns\": 32000000, \"promote_failed\": 2, \"promote_share_waits\": 5, \"promote_left_4k\": 3, \"thp_up_front\": 1, \"promote_advised_bytes\": 6291456,\n"
 	" \"realloc_moved\": 5, \"realloc_in_place\": 6, \"realloc_copied\": 7,\n"
 	" \"mmaps_aligned\": 11, \"mmap_bytes\": 46137344,\n"
 	" \"exec\": {\"mode\": \"off\", \"segments\": 12, \"text_bytes\": 25165824, \"advised_bytes\": 20971520, \"unaligned_bytes\": 65536, \"prewarmed_bytes\": 10485760, \"prewarm_ns\": 4567890, \"collapsed_bytes\": 2097152, \"remapped_bytes\": 6291456, \"remap_ns\": 12345678, \"remap_skipped\": 2, \"dlopens\": 3, \"perfmap_lines\": 456},\n"
