@@ -142,16 +142,16 @@ bool hz_prezero_holds_probes(void)
  * 80-160 ms here, on huge pages for about 2.5; the thread costs the
  * program the few percent of its run that glibc's multi-threaded locks
  * take (above). Smaller ranges wait for the collapse delay, as before. */
-#define YOUNG_START_MIN ((size_t)32 << 20)
+#define FIRST_TOUCH_START_MIN ((size_t)16 << 20)
 
 /* The promoter tracks a range of len since then: the thread starts now when
- * welcome or for a young range worth it, else once the oldest such range
+ * welcome or for a range whose first touches are worth watching, else once the oldest such range
  * has waited the collapse delay. */
 static void start_for_promotion(uint64_t since, size_t len)
 {
 	uint64_t w = __atomic_load_n(&promotion_waits_since, __ATOMIC_RELAXED);
 
-	if (hz_prezero_welcome() || len >= YOUNG_START_MIN) {
+	if (hz_prezero_welcome() || len >= FIRST_TOUCH_START_MIN) {
 		hz_prezero_start();
 		return;
 	}

@@ -90,11 +90,12 @@
  * idle priority gets the CPU, and the promoter wakes it; the limit is only
  * for a promoter that cannot run at all (a thread stopped by a debugger). */
 #define FORGET_WAIT_NS 1000000000ull
-/* Young ranges (promote_density.h, "the first touches"): watched for 1 s
- * after tracking, every 2 ms, the time a writer faulting fresh 4 KiB pages
+/* The first touches (promote_density.h): a range is watched for 1 s after
+ * it is tracked, every 2 ms, the time a writer faulting fresh 4 KiB pages
  * here takes to fill half a 2 MiB page. */
-#define YOUNG_NS HZ_NS_PER_SEC
-#define YOUNG_TICK_NS (2 * HZ_NS_PER_MS)
+#define FIRST_TOUCH_NS HZ_NS_PER_SEC
+static uint64_t first_touch_ns = FIRST_TOUCH_NS; /* tests set it */
+#define FIRST_TOUCH_TICK_NS (2 * HZ_NS_PER_MS)
 
 enum { ST_FREE, ST_CLAIMED, ST_LIVE, ST_BUSY };
 #define ST_MASK 3u
@@ -105,7 +106,7 @@ struct slot {
 	uint32_t word;
 	uint8_t kind;
 	bool done;       /* nothing left to do: every segment collapsed, or given up */
-	bool young;      /* first touches still watched (promote_density.h) */
+	bool first_touch;     /* first touches still watched (promote_density.h) */
 	bool whole;      /* every segment found dense and collapsed (or refused) */
 	uint16_t failures;
 	uint16_t refused; /* 2 MiB pages refused (EINVAL), left on 4 KiB pages */
@@ -125,8 +126,8 @@ static int mmap_count;
 static uintptr_t mmap_lo = UINTPTR_MAX, mmap_hi;
 static uint64_t next_tick, interval = INTERVAL_MIN_NS;
 static unsigned rr; /* the promoter's next slot */
-/* Until then some range is young (ns): the young pass runs. */
-static uint64_t young_until;
+/* Until then some range's first touches are watched (ns). */
+static uint64_t first_touch_until;
 
 bool hz_promote_enabled(void)
 {
@@ -338,7 +339,7 @@ bool hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind)
 	__atomic_store_n(&s->done, false, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->whole, false, __ATOMIC_RELAXED);
 	s->failures = s->refused = 0;
-	s->young = true;
+	s->first_touch = true;
 	__atomic_store_n(&s->start, start, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->len, hp * HZ_SZ_2M, __ATOMIC_RELAXED);
 	s->seg_hp = seg_hp;
@@ -354,7 +355,7 @@ bool hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind)
 	__atomic_store_n(&s->word, (load_word(s) & ~ST_MASK) | ST_LIVE, __ATOMIC_RELEASE);
 	__atomic_store_n(&tracked_any, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&next_tick, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&young_until, s->since + YOUNG_NS, __ATOMIC_RELAXED);
+	__atomic_store_n(&first_touch_until, s->since + first_touch_ns, __ATOMIC_RELAXED);
 	hz_stats_add(promote_tracked, 1);
 	return true;
 }
@@ -518,7 +519,7 @@ static void visit(struct slot *s, work_fn *work, struct budget *b)
 	}
 }
 
-/* ---- young ranges: advice at the first dense writes ---- */
+/* ---- the first touches: advice at the first dense writes ---- */
 
 /* THP on [start, end) of s, which the program has not touched yet. */
 static void advise_rest(struct slot *s, uintptr_t from)
@@ -534,19 +535,19 @@ static void advise_rest(struct slot *s, uintptr_t from)
 		 (void *)s->start, end - from, (void *)from);
 }
 
-static void look_young(struct slot *s, struct budget *b)
+static void look_at_first_touches(struct slot *s, struct budget *b)
 {
 	size_t n = s->len / HZ_SZ_2M, frontier;
 	enum hz_front verdict = HZ_FRONT_SPARSE;
 
-	if (!s->young)
+	if (!s->first_touch)
 		return;
 	if (n > HZ_PROMOTE_DENSE_MAX)
 		n = HZ_PROMOTE_DENSE_MAX; /* the first 8 GiB speak for the rest */
-	if (b->now - s->since > YOUNG_NS ||
+	if (b->now - s->since > first_touch_ns ||
 	    (s->kind == HZ_PROMOTE_BLOCK && !block_still_ours(s)) ||
 	    hz_promote_front(s->start, n, &verdict, &frontier) != 0 || verdict != HZ_FRONT_WAIT)
-		s->young = false;
+		s->first_touch = false;
 	if (verdict != HZ_FRONT_DENSE)
 		return;
 	advise_rest(s, s->start + (frontier < n ? frontier * HZ_SZ_2M : s->len));
@@ -554,21 +555,21 @@ static void look_young(struct slot *s, struct budget *b)
 		hz_class_note_dense(s->len, true);
 }
 
-/* Look at every young range. Returns the ns until the next look, or
- * UINT64_MAX when none is young. */
-static uint64_t young_pass(uint64_t now)
+/* Look at every range whose first touches are watched. Returns the ns
+ * until the next look, or UINT64_MAX when none is watched. */
+static uint64_t first_touch_pass(uint64_t now)
 {
 	struct budget b = { .now = now };
 
-	if (now >= __atomic_load_n(&young_until, __ATOMIC_RELAXED))
+	if (now >= __atomic_load_n(&first_touch_until, __ATOMIC_RELAXED))
 		return UINT64_MAX;
 	if (!hz_promote_enabled()) {
-		__atomic_store_n(&young_until, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&first_touch_until, 0, __ATOMIC_RELAXED);
 		return UINT64_MAX;
 	}
 	for (unsigned i = 0; i < SLOTS; i++)
-		visit(&slots[i], look_young, &b);
-	return YOUNG_TICK_NS;
+		visit(&slots[i], look_at_first_touches, &b);
+	return FIRST_TOUCH_TICK_NS;
 }
 
 /* The child of a fork has no promoter: what it held is live again. */
@@ -633,19 +634,24 @@ static uint64_t collapse_pass(uint64_t now)
 
 uint64_t hz_promote_tick(uint64_t now)
 {
-	uint64_t young_in, collapse_in;
+	uint64_t first_touch_in, collapse_in;
 
 	if (!__atomic_load_n(&tracked_any, __ATOMIC_ACQUIRE))
 		return UINT64_MAX;
 	pthread_once(&atfork_once, register_atfork);
-	young_in = young_pass(now);
+	first_touch_in = first_touch_pass(now);
 	collapse_in = collapse_pass(now);
-	return young_in < collapse_in ? young_in : collapse_in;
+	return first_touch_in < collapse_in ? first_touch_in : collapse_in;
 }
 
 #ifdef HZ_TEST_CORE
 void hz_promote_test_kick(void)
 {
 	__atomic_store_n(&next_tick, 0, __ATOMIC_RELAXED);
+}
+
+void hz_promote_test_first_touch_ns(uint64_t ns)
+{
+	first_touch_ns = ns;
 }
 #endif

@@ -1,6 +1,8 @@
 /* Lazy huge pages: fresh blocks and the large anonymous mmaps the preload
  * aligns start on 4 KiB pages (2 MiB aligned, so that they can be
- * promoted), and the pre-zero thread collapses the 2 MiB ranges of them
+ * promoted). The pre-zero thread watches their first touches and advises
+ * THP on the rest of a range the program starts writing densely
+ * (promote_density.h), and it collapses the 2 MiB ranges of them
  * that the program has made densely resident into huge pages
  * (MADV_COLLAPSE), a bounded amount per tick and a share of the program's CPU
  * time (HUGEZERO_COLLAPSE_CPU), backing off when collapses
@@ -43,19 +45,25 @@ void hz_promote_forget(uintptr_t start, size_t len);
 
 /* The program gave [start, start + len) back to the kernel
  * (MADV_FREE, MADV_COLD, MADV_PAGEOUT): a collapse would make lazily
- * freed pages resident for good and bring paged-out ones back, so every
+ * freed pages resident for good and bring paged-out ones back; or it
+ * advised MADV_NOHUGEPAGE, which no advice of ours may undo. So every
  * range it touches, mmap or block, is forgotten as by hz_promote_forget
  * (a block is tracked again when it is handed out anew). */
 void hz_promote_leave(uintptr_t start, size_t len);
 
-/* The pre-zero thread, once per turn of its loop: scan and collapse, within
- * a bounded budget, if a tick is due. Returns the nanoseconds until the
- * next tick is due (the thread sleeps at most that long). */
+/* The pre-zero thread, once per turn of its loop: look at the first touches
+ * of new ranges, and scan and collapse, within a bounded budget, if a tick
+ * is due. Returns the nanoseconds until the next look or tick is due (the
+ * thread sleeps at most that long). */
 uint64_t hz_promote_tick(uint64_t now);
 
 #ifdef HZ_TEST_CORE
 /* Tests: the next tick is due at once, with the backoff reset. */
 void hz_promote_test_kick(void);
+/* Tests: the first touches of ranges tracked from now on are watched this
+ * long (promote.c's FIRST_TOUCH_NS otherwise), so that a busy machine's
+ * wait for the idle-priority thread does not end the watch. */
+void hz_promote_test_first_touch_ns(uint64_t ns);
 #endif
 
 #endif /* HZ_PROMOTE_H */

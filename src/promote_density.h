@@ -27,14 +27,14 @@
  * -ENOMEM for a hole (the range is not all mapped: *yes is false). */
 int hz_promote_dense(uintptr_t start, size_t n, bool *yes);
 
-/* ---- the first touches of a young range ----
+/* ---- the first touches of a range ----
  *
  * A fresh range faults 4 KiB pages; on this kind of VM each costs 10-19
  * us, where a fresh 2 MiB page costs about 0.15 ms, so a range written
  * densely runs its faults 30-60 times faster once THP is advised on the
  * part not yet touched. Advice costs nothing where the program goes on
  * writing densely, and at most the one 2 MiB page it stops in otherwise.
- * So the promoter looks at a young range's residency every few ms and
+ * So the promoter looks at a new range's residency every few ms and
  * judges it by the 2 MiB pages touched so far:
  *  - dense: at least one is whole (HZ_PROMOTE_DENSE_MISSING) and at most
  *    HZ_FRONT_EDGES more are partly written, the edges a sequential

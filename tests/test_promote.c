@@ -19,9 +19,11 @@
 #include "util.h"
 
 #include "../src/check.h" /* not tests/check.h, the CHECK macro */
+#include "classes.h"
 #include "config.h"
 #include "prezero.h"
 #include "promote.h"
+#include "promote_density.h"
 #include "promote_share.h"
 #include "recycle.h"
 #include "stats.h"
@@ -133,9 +135,40 @@ static uint64_t collapsed_at_rest(void)
 	return seen;
 }
 
+/* The rule on first touches (promote_density.h), page counts per 2 MiB. */
+static void first_touches_are_judged_dense_sparse_or_not_yet(void **state)
+{
+	static const struct {
+		uint16_t resident[6];
+		enum hz_front want;
+		size_t frontier;
+	} cases[] = {
+		{ { 0, 0, 0, 0, 0, 0 }, HZ_FRONT_WAIT, 0 },
+		{ { 200, 0, 0, 0, 0, 0 }, HZ_FRONT_WAIT, 1 },       /* no page whole yet */
+		{ { 512, 512, 200, 0, 0, 0 }, HZ_FRONT_DENSE, 3 },  /* one writer */
+		{ { 512, 100, 0, 300, 0, 0 }, HZ_FRONT_DENSE, 4 },  /* two writers */
+		{ { 490, 0, 0, 0, 0, 0 }, HZ_FRONT_DENSE, 1 },      /* 22 missing: whole */
+		{ { 512, 512, 512, 512, 512, 512 }, HZ_FRONT_DENSE, 6 },
+		{ { 10, 10, 10, 10, 0, 0 }, HZ_FRONT_SPARSE, 4 },   /* random updates */
+		{ { 512, 10, 10, 10, 0, 0 }, HZ_FRONT_SPARSE, 4 },
+		{ { 512, 512, 512, 10, 10, 10 }, HZ_FRONT_WAIT, 6 }, /* as many whole as not */
+		{ { 470, 10, 0, 0, 0, 0 }, HZ_FRONT_WAIT, 2 },      /* 42 missing: not whole */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t frontier = 99;
+
+		assert_int_equal(hz_promote_front_judge(cases[i].resident, 6, &frontier),
+				 cases[i].want);
+		assert_int_equal(frontier, cases[i].frontier);
+	}
+}
+
 static void sparse_block_stays_on_4k_pages(void **state)
 {
 	size_t len = 64 * MiB;
+	uint64_t advised = hz_stats.promote_advised_bytes;
 	char *p;
 
 	(void)state;
@@ -145,7 +178,38 @@ static void sparse_block_stays_on_4k_pages(void **state)
 		p[off] = 1;
 	settle();
 	assert_int_equal(huge_kb(p, len), 0);
+	assert_int_equal(hz_stats.promote_advised_bytes, advised);
 	hz_recycle_free(p);
+}
+
+/* A fresh block whose first 4 MiB are written densely gets THP advice on
+ * the rest before the program gets there: its later writes fault huge
+ * pages (HUGEZERO_THP_CHECK=0: whether fresh THP faults faster than 4 KiB
+ * pages here is not the question). */
+static void first_dense_writes_get_the_rest_of_a_fresh_block_thp(void **state)
+{
+	size_t len = 64 * MiB, head = 4 * MiB;
+	uint64_t advised = hz_stats.promote_advised_bytes, up_front = hz_stats.thp_up_front;
+	char *p;
+
+	(void)state;
+	need_promotion();
+	setenv("HUGEZERO_THP_CHECK", "0", 1);
+	hz_options_reload();
+	hz_recycle_drain(); /* a fresh block, tracked now */
+	assert_int_equal(hz_recycle_alloc(len, 0, false, (void **)&p), 0);
+	assert_int_equal(hz_stats.thp_up_front, up_front); /* lazy, not THP at once */
+	memset(p, 6, head);
+	for (int i = 0; i < WAIT_TENTHS && hz_stats.promote_advised_bytes == advised; i++)
+		usleep(100000);
+	assert_true(hz_stats.promote_advised_bytes >= advised + len - head - 2 * MiB);
+	memset(p + head, 7, len - head);
+	assert_true(huge_kb(p, len) >= (len - head - 2 * MiB) >> 10);
+	for (size_t i = 0; i < len; i += 4096)
+		assert_int_equal(p[i], i < head ? 6 : 7);
+	hz_recycle_free(p);
+	unsetenv("HUGEZERO_THP_CHECK");
+	hz_options_reload();
 }
 
 static void densely_written_block_is_collapsed_within_a_bounded_wait(void **state)
@@ -156,6 +220,7 @@ static void densely_written_block_is_collapsed_within_a_bounded_wait(void **stat
 
 	(void)state;
 	need_promotion();
+	hz_recycle_drain(); /* fresh, not a kept block of an earlier test */
 	assert_int_equal(hz_recycle_alloc(len, 0, false, (void **)&p), 0);
 	/* Fresh: 4 KiB pages at first touch. */
 	memset(p, 5, len);
@@ -252,6 +317,8 @@ static void collapses_wait_for_the_programs_cpu_share(void **state)
 	hz_promote_share_reset(); /* the earlier tests' collapses */
 	setenv("HUGEZERO_COLLAPSE_CPU", "0", 1);
 	hz_options_reload();
+	hz_recycle_drain(); /* fresh, and lazy: the earlier tests' dense */
+	hz_class_note_dense(len, false); /* blocks of its size are forgotten */
 	assert_int_equal(hz_recycle_alloc(len, 0, false, (void **)&p), 0);
 	memset(p, 7, len);
 	before = collapsed_at_rest(); /* CPU 0: nothing new */
@@ -326,7 +393,9 @@ static void range_unmapped_during_promotion_is_left_alone(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(first_touches_are_judged_dense_sparse_or_not_yet),
 		cmocka_unit_test(sparse_block_stays_on_4k_pages),
+		cmocka_unit_test(first_dense_writes_get_the_rest_of_a_fresh_block_thp),
 		cmocka_unit_test(densely_written_block_is_collapsed_within_a_bounded_wait),
 		cmocka_unit_test(page_cut_by_the_programs_advice_leaves_the_rest_collapsed),
 		cmocka_unit_test(program_nohugepage_range_is_never_collapsed),
@@ -339,5 +408,7 @@ int main(void)
 	 * test's CPU. */
 	setenv("HUGEZERO_COLLAPSE_CPU", "100", 1);
 	setenv("HUGEZERO_COLLAPSE_DELAY_MS", "0", 1);
+	/* The first touches are watched as long as a test takes. */
+	hz_promote_test_first_touch_ns(3600 * 1000000000ull);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

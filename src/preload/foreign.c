@@ -118,11 +118,20 @@ static bool gives_back(int advice)
 	return advice == MADV_FREE || advice == MADV_COLD || advice == MADV_PAGEOUT;
 }
 
+/* The program wants 4 KiB pages there: the promoter must never advise THP
+ * or collapse over that (promote.h). Its MADV_HUGEPAGE agrees with ours. */
+static bool refuses_huge_pages(int advice)
+{
+	return advice == MADV_NOHUGEPAGE;
+}
+
+/* Called before the advice is given: hz_promote_leave waits for a promoter
+ * inside the range, so none of its advice lands after the program's. */
 HZ_PRIVATE_API void hz_foreign_advised(const void *addr, size_t len, int advice)
 {
 	if (!keeps_mapping(advice))
 		hz_foreign_changed(addr, len);
-	else if (gives_back(advice) && active())
+	if ((gives_back(advice) || refuses_huge_pages(advice)) && active())
 		hz_promote_leave((uintptr_t)addr, len);
 }
 
