@@ -292,11 +292,11 @@ bool hz_backing_fresh_thp_fast(void)
 }
 
 /* Whether a fresh block starts on 4 KiB pages (above). */
-static bool starts_lazy(bool lazy_ok)
+static bool starts_lazy(size_t lazy_used)
 {
 	const struct hz_config *c = hz_config();
 
-	return lazy_ok && c->lazy_thp && c->backing == HZ_BACKING_OPT_AUTO && !c->populate &&
+	return lazy_used > 0 && c->lazy_thp && c->backing == HZ_BACKING_OPT_AUTO && !c->populate &&
 	       hz_os()->thp.mode == HZ_THP_MADVISE;
 }
 
@@ -309,7 +309,7 @@ void hz_backing_on_lazy(void (*watch)(uintptr_t start, size_t len))
 
 /* A lazy block: no advice (or THP at once, on evidence), tracked for the
  * promoter when it runs. */
-static int map_lazy(uintptr_t start, size_t len, enum hz_backing *got)
+static int map_lazy(uintptr_t start, size_t len, size_t used, enum hz_backing *got)
 {
 	bool up_front = hz_class_dense(len) && hz_backing_fresh_thp_fast();
 	bool advised;
@@ -325,14 +325,14 @@ static int map_lazy(uintptr_t start, size_t len, enum hz_backing *got)
 		void (*watch)(uintptr_t, size_t) = __atomic_load_n(&lazy_watcher, __ATOMIC_ACQUIRE);
 
 		if (watch)
-			watch(start, len);
+			watch(start, used < len ? used : len);
 	}
 	return 0;
 }
 
 /* Map 4 KiB or THP memory. Returns the backing actually obtained. */
 static int map_small_or_thp(uintptr_t start, size_t len, enum hz_backing want,
-			    bool lazy_ok, enum hz_backing *got)
+			    size_t lazy_used, enum hz_backing *got)
 {
 	/* Under THP "always", 4 KiB is asked for explicitly (SMALL). */
 	enum hz_prim_pages pages = HZ_PAGES_SMALL;
@@ -340,8 +340,8 @@ static int map_small_or_thp(uintptr_t start, size_t len, enum hz_backing want,
 	bool advised;
 	int ret;
 
-	if (usable && starts_lazy(lazy_ok))
-		return map_lazy(start, len, got);
+	if (usable && starts_lazy(lazy_used))
+		return map_lazy(start, len, lazy_used, got);
 	if (want == HZ_BACKING_THP)
 		pages = usable ? HZ_PAGES_THP : HZ_PAGES_DEFAULT;
 	ret = hz_prim_commit(start, len, pages, &advised);
@@ -386,7 +386,7 @@ void hz_backing_name_mapping(uintptr_t start, size_t len, enum hz_backing b)
  * the program's next mmap fails instead). So the limit is checked here,
  * as the kernel would for glibc's mmap of the same block: a refused block
  * goes to the next allocator, which meets the kernel's check. */
-int hz_backing_map(uintptr_t start, size_t len, enum hz_backing want, bool lazy_ok,
+int hz_backing_map(uintptr_t start, size_t len, enum hz_backing want, size_t lazy_used,
 		   enum hz_backing *got)
 {
 	int ret = -ENOMEM;
@@ -405,7 +405,7 @@ int hz_backing_map(uintptr_t start, size_t len, enum hz_backing want, bool lazy_
 				continue;
 			*got = b;
 		} else {
-			ret = map_small_or_thp(start, len, b, lazy_ok, got);
+			ret = map_small_or_thp(start, len, b, lazy_used, got);
 			if (ret != 0)
 				break;
 		}

@@ -36,18 +36,21 @@ bool hz_backing_fresh_thp_fast(void);
 
 /* Map [start, start + len) read-write over the reservation, trying want and
  * then each smaller backing. start and len are multiples of want's page.
- * The memory is zero. lazy_ok: a block of the regions, which may start on
- * 4 KiB pages and be collapsed once dense (backing.c); jemalloc's extents
+ * The memory is zero. lazy_used: for a block of the regions, which may
+ * start on 4 KiB pages and get huge pages once written densely (backing.c),
+ * the bytes from start the program asked for (the rest of the last 2 MiB
+ * is rounding, never worth a huge page); 0 for jemalloc's extents, which
  * get what they ask for. Returns 0 and the backing used, or a negative
  * errno value with the reservation intact; -EEXIST when a failed mapping
  * left a hole that another mapping took part of (hz_prim_commit): the
  * range is not ours any more, and must never be mapped over. Memory goes
  * back with hz_blocks_drop_memory (blocks.h). */
-int hz_backing_map(uintptr_t start, size_t len, enum hz_backing want, bool lazy_ok,
+int hz_backing_map(uintptr_t start, size_t len, enum hz_backing want, size_t lazy_used,
 		   enum hz_backing *got);
 
-/* Who watches a block that starts on 4 KiB pages, to collapse it once it
- * is dense (the promoter, through the pre-zero thread): installed once by
+/* Who watches a block that starts on 4 KiB pages, to give it huge pages
+ * once it is written densely (the promoter, through the pre-zero thread),
+ * told the block's start and the bytes the program uses: installed once by
  * the layer that composes the two (recycle.c), so that the backing calls
  * nothing above it. NULL, as at start: nobody watches. */
 void hz_backing_on_lazy(void (*watch)(uintptr_t start, size_t len));

@@ -22,7 +22,7 @@ static int grow_in_place(struct hz_block_region *r, size_t first, size_t old_g, 
 	if (ret != 0)
 		return ret;
 	ret = hz_backing_map(hz_region_addr(r, first + old_g), (new_g - old_g) * HZ_GRANULE,
-			     backing, true, &got);
+			     backing, (new_g - old_g) * HZ_GRANULE, &got);
 	if (ret != 0)
 		hz_blocks_unclaim_after(ret, r, first + old_g, new_g - old_g);
 	return ret;
@@ -100,7 +100,7 @@ static int move_block(struct place from, size_t old_g, size_t new_g, size_t unit
 	if (ret != 0)
 		return ret;
 	ret = hz_backing_map(place_addr(to) + old_len, (new_g - old_g) * HZ_GRANULE, backing,
-			     true, &got);
+			     (new_g - old_g) * HZ_GRANULE, &got);
 	if (ret != 0) {
 		hz_blocks_unclaim(to.r, to.first, old_g);
 		hz_blocks_unclaim_after(ret, to.r, to.first + old_g, new_g - old_g);

@@ -112,6 +112,7 @@ struct slot {
 	uint16_t refused; /* 2 MiB pages refused (EINVAL), left on 4 KiB pages */
 	uintptr_t start;
 	size_t len;      /* whole 2 MiB pages */
+	size_t class_len; /* a block's length, the size class its evidence is for */
 	uint64_t since;  /* tracked at (ns) */
 	uint32_t seg_hp; /* 2 MiB pages per segment */
 	uint32_t nseg, cursor, resume;
@@ -139,7 +140,7 @@ bool hz_promote_enabled(void)
  * class (the ledger, classes.h): dense when collapsed whole. */
 static void note_class(const struct slot *s)
 {
-	hz_class_note_dense(s->len, s->whole);
+	hz_class_note_dense(s->class_len, s->whole);
 }
 
 static uint32_t load_word(struct slot *s)
@@ -166,7 +167,7 @@ static bool overlaps(const struct slot *s, uintptr_t start, uintptr_t end)
 struct ending {
 	uint8_t kind;
 	bool done, whole;
-	size_t len;
+	size_t class_len;
 };
 
 static struct ending ending_of(const struct slot *s)
@@ -174,7 +175,7 @@ static struct ending ending_of(const struct slot *s)
 	return (struct ending){ __atomic_load_n(&s->kind, __ATOMIC_RELAXED),
 				__atomic_load_n(&s->done, __ATOMIC_RELAXED),
 				__atomic_load_n(&s->whole, __ATOMIC_RELAXED),
-				__atomic_load_n(&s->len, __ATOMIC_RELAXED) };
+				__atomic_load_n(&s->class_len, __ATOMIC_RELAXED) };
 }
 
 /* The slot ended (free, generation kept: the next claim bumps it). */
@@ -183,7 +184,7 @@ static void slot_freed(struct ending e)
 	if (e.kind == HZ_PROMOTE_MMAP)
 		__atomic_sub_fetch(&mmap_count, 1, __ATOMIC_RELAXED);
 	else if (e.done)
-		hz_class_note_dense(e.len, e.whole);
+		hz_class_note_dense(e.class_len, e.whole);
 }
 
 /* Free a live slot, or tell the promoter working on it to free it (dead).
@@ -342,6 +343,7 @@ bool hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind)
 	s->first_touch = true;
 	__atomic_store_n(&s->start, start, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->len, hp * HZ_SZ_2M, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->class_len, hz_align_up(len, HZ_SZ_2M), __ATOMIC_RELAXED);
 	s->seg_hp = seg_hp;
 	s->since = hz_prim_now_ns();
 	s->nseg = (uint32_t)((hp + seg_hp - 1) / seg_hp);
@@ -552,7 +554,7 @@ static void look_at_first_touches(struct slot *s, struct budget *b)
 		return;
 	advise_rest(s, s->start + (frontier < n ? frontier * HZ_SZ_2M : s->len));
 	if (s->kind == HZ_PROMOTE_BLOCK)
-		hz_class_note_dense(s->len, true);
+		hz_class_note_dense(s->class_len, true);
 }
 
 /* Look at every range whose first touches are watched. Returns the ns

@@ -29,7 +29,8 @@ enum hz_promote_kind {
 bool hz_promote_enabled(void);
 
 /* Watch [start, start + len) (start 2 MiB aligned; the whole 2 MiB ranges
- * inside it are candidates). A block range replaces every block range it
+ * inside it are candidates; a block's evidence is for the size class of
+ * len rounded up to 2 MiB, its length). A block range replaces every block range it
  * overlaps (the granules were mapped again). Lock-free; when the tracker
  * is full the range stays on 4 KiB pages (counted) and false is returned.
  * Call only when hz_promote_enabled(), through hz_prezero_watch, which
