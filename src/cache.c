@@ -329,7 +329,7 @@ struct hz_cache_entry hz_cache_take(struct hz_cache *c, unsigned i, size_t size,
 int hz_cache_first_dirty(const struct hz_cache *c)
 {
 	for (unsigned i = 0; i < c->count; i++)
-		if (!c->entries[i].clean)
+		if (!c->entries[i].clean && !c->entries[i].lazy)
 			return (int)i;
 	return -1;
 }

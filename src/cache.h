@@ -180,7 +180,12 @@ struct hz_cache_entry hz_cache_take(struct hz_cache *c, unsigned i, size_t size,
 /* Take entry i out whole. */
 struct hz_cache_entry hz_cache_remove(struct hz_cache *c, unsigned i);
 
-/* The first dirty entry, or -1. */
+/* The first dirty entry that is not lazily freed, or -1. Clearing a lazily
+ * freed span writes its pages, which the kernel can then no longer take
+ * back: under a memory cgroup limit lowered at run time the pre-zero
+ * thread's clears of such spans used up what reclaim had left, and the
+ * program was killed (hostile lower_limit). Such a span is zeroed by the
+ * calloc that takes it, which needs its memory anyway. */
 int hz_cache_first_dirty(const struct hz_cache *c);
 
 /* The first entry idle idle_ns or more at now and not lazy yet, on pages

@@ -10,6 +10,8 @@
  * thread of its own the thread starts only when its work pays:
  *  - at the free of a dirty block of a size class that shows reuse (the
  *    cache's warm classes): its next calloc is served pre-zeroed;
+ *  - at a new range the promoter tracks of FIRST_TOUCH_START_MIN or more,
+ *    whose first touches it watches (promote_density.h);
  *  - at a large request once a range the promoter tracks has waited
  *    HUGEZERO_COLLAPSE_DELAY_MS, which no collapse comes before.
  * Until then a cold free goes back at once, as glibc's munmap, and calloc

@@ -552,9 +552,10 @@ static void look_at_first_touches(struct slot *s, struct budget *b)
 		s->first_touch = false;
 	if (verdict != HZ_FRONT_DENSE)
 		return;
+	/* Not evidence for the size class: a block's first pages tell less
+	 * than its whole use, which its reuse (prezero_share.c) and its
+	 * release (recycle.c) show. */
 	advise_rest(s, s->start + (frontier < n ? frontier * HZ_SZ_2M : s->len));
-	if (s->kind == HZ_PROMOTE_BLOCK)
-		hz_class_note_dense(s->class_len, true);
 }
 
 /* Look at every range whose first touches are watched. Returns the ns

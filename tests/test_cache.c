@@ -227,19 +227,23 @@ static void a_full_table_evicts_and_flushes_a_full_batch(void **state)
 	assert_accounted();
 }
 
-static void first_dirty_and_remove_keep_the_counts(void **state)
+static void first_dirty_skips_lazy_spans_and_remove_keeps_the_counts(void **state)
 {
-	struct hz_cache_entry e;
+	struct hz_cache_entry e, lazy;
 
 	(void)state;
 	add(entry(0, 2, true, 1));
+	assert_int_equal(-1, hz_cache_first_dirty(&cache));
+	lazy = entry(20, 1, false, 1);
+	lazy.lazy = true; /* lazily freed: clearing it would make it resident */
+	add(lazy);
 	assert_int_equal(-1, hz_cache_first_dirty(&cache));
 	add(entry(10, 3, false, 1));
 	assert_int_equal(find(BASE + 10 * G), hz_cache_first_dirty(&cache));
 	e = hz_cache_remove(&cache, (unsigned)hz_cache_first_dirty(&cache));
 	assert_int_equal(hz_span_granules(&e.span), 3);
 	assert_false(e.clean);
-	assert_int_equal(cache.count, 1);
+	assert_int_equal(cache.count, 2);
 	assert_accounted();
 }
 
@@ -498,7 +502,7 @@ int main(void)
 				       fresh),
 		cmocka_unit_test_setup(decay_releases_idle_spans_a_batch_at_a_time, fresh),
 		cmocka_unit_test_setup(a_full_table_evicts_and_flushes_a_full_batch, fresh),
-		cmocka_unit_test_setup(first_dirty_and_remove_keep_the_counts, fresh),
+		cmocka_unit_test_setup(first_dirty_skips_lazy_spans_and_remove_keeps_the_counts, fresh),
 		cmocka_unit_test_setup(one_shot_block_larger_than_the_probe_room_goes_back_at_its_free,
 				       adaptive),
 		cmocka_unit_test_setup(first_small_free_is_a_probe_kept_one_second, adaptive),

@@ -111,10 +111,12 @@ static int lazy_free(void)
 }
 
 /* Paged out to swap: not resident, still holding the program's bytes. */
-/* The LazyFree kilobytes of the mapping holding p (smaps). */
-static long long lazy_free_kib(const void *p)
+/* The LazyFree kilobytes of the mappings over [p, p + len) (smaps): the
+ * preload's THP advice on the part of a range written after its first
+ * MiBs makes that part a mapping of its own. */
+static long long lazy_free_kib(const void *p, size_t len)
 {
-	return (long long)(hostile_smaps_sum(p, 1, "LazyFree:") >> 10);
+	return (long long)(hostile_smaps_sum(p, len, "LazyFree:") >> 10);
 }
 
 /* A 256 MiB anonymous mmap written in full, then given back with
@@ -132,14 +134,14 @@ static int lazy_free_mmap_stays_lazy(void)
 	CHECK(p != MAP_FAILED, "mmap: %s", strerror(errno));
 	memset(p, 1, len);
 	CHECK(madvise(p, len, MADV_FREE) == 0, "MADV_FREE: %s", strerror(errno));
-	before = lazy_free_kib(p);
+	before = lazy_free_kib(p, len);
 	if (before < (long long)(len >> 10) / 2)
 		SKIP("MADV_FREE left only %lld KiB lazily freed here", before);
 	for (int i = 0; i < 20; i++) {
 		free(hostile_keep(malloc(4 * MiB)));
 		nanosleep(&tick, NULL);
 	}
-	after = lazy_free_kib(p);
+	after = lazy_free_kib(p, len);
 	CHECK(after >= before * 9 / 10, "LazyFree went from %lld to %lld KiB", before, after);
 	printf("the lazily freed pages stayed lazily freed\n");
 	munmap(p, len);
