@@ -106,7 +106,7 @@ struct slot {
 	uint32_t word;
 	uint8_t kind;
 	bool done;       /* nothing left to do: every segment collapsed, or given up */
-	bool first_touch;     /* first touches still watched (promote_density.h) */
+	bool first_touch; /* first touches still watched (promote_density.h) */
 	bool whole;      /* every segment found dense and collapsed (or refused) */
 	uint16_t failures;
 	uint16_t refused; /* 2 MiB pages refused (EINVAL), left on 4 KiB pages */
@@ -340,7 +340,7 @@ bool hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind)
 	__atomic_store_n(&s->done, false, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->whole, false, __ATOMIC_RELAXED);
 	s->failures = s->refused = 0;
-	s->first_touch = true;
+	__atomic_store_n(&s->first_touch, true, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->start, start, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->len, hp * HZ_SZ_2M, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->class_len, hz_align_up(len, HZ_SZ_2M), __ATOMIC_RELAXED);
@@ -542,14 +542,12 @@ static void look_at_first_touches(struct slot *s, struct budget *b)
 	size_t n = s->len / HZ_SZ_2M, frontier;
 	enum hz_front verdict = HZ_FRONT_SPARSE;
 
-	if (!s->first_touch)
-		return;
 	if (n > HZ_PROMOTE_DENSE_MAX)
 		n = HZ_PROMOTE_DENSE_MAX; /* the first 8 GiB speak for the rest */
 	if (b->now - s->since > first_touch_ns ||
 	    (s->kind == HZ_PROMOTE_BLOCK && !block_still_ours(s)) ||
 	    hz_promote_front(s->start, n, &verdict, &frontier) != 0 || verdict != HZ_FRONT_WAIT)
-		s->first_touch = false;
+		__atomic_store_n(&s->first_touch, false, __ATOMIC_RELAXED);
 	if (verdict != HZ_FRONT_DENSE)
 		return;
 	/* Not evidence for the size class: a block's first pages tell less
@@ -570,8 +568,10 @@ static uint64_t first_touch_pass(uint64_t now)
 		__atomic_store_n(&first_touch_until, 0, __ATOMIC_RELAXED);
 		return UINT64_MAX;
 	}
+	/* Only the watched: holding a slot busy makes a forget of it wait. */
 	for (unsigned i = 0; i < SLOTS; i++)
-		visit(&slots[i], look_at_first_touches, &b);
+		if (__atomic_load_n(&slots[i].first_touch, __ATOMIC_RELAXED))
+			visit(&slots[i], look_at_first_touches, &b);
 	return FIRST_TOUCH_TICK_NS;
 }
 
