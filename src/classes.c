@@ -204,6 +204,23 @@ void hz_class_note_dense(size_t bytes, bool dense)
 		__atomic_store_n(d, dense, __ATOMIC_RELAXED);
 }
 
+bool hz_class_mmap_thp(size_t bytes)
+{
+	struct hz_class *c = hz_class_of(bytes);
+
+	if (!__atomic_load_n(&c->mmap_dense, __ATOMIC_RELAXED))
+		return false;
+	return __atomic_add_fetch(&c->mmaps, 1, __ATOMIC_RELAXED) % HZ_MMAP_SAMPLE != 0;
+}
+
+void hz_class_note_mmap(size_t bytes, bool dense)
+{
+	uint8_t *d = &hz_class_of(bytes)->mmap_dense;
+
+	if (__atomic_load_n(d, __ATOMIC_RELAXED) != dense)
+		__atomic_store_n(d, dense, __ATOMIC_RELAXED);
+}
+
 #ifdef HZ_TEST_CORE
 void hz_classes_test_reset(void)
 {

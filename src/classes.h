@@ -10,7 +10,8 @@
  *  - the two-block rotation trial's state (rotation.c runs the trial on
  *    the row: rotation.h);
  *  - page size: whether the class's last block was used densely, which
- *    lets its next fresh block take huge pages at once (backing.c).
+ *    lets its next fresh block take huge pages at once (backing.c), and
+ *    the same for the program's own large mmaps (preload/mmap.c).
  * Reuse, rotation and the clean target are read and written inside the
  * cache's guard
  * (prezero.h), which serialises them; the page-size evidence is written by
@@ -65,6 +66,8 @@ struct hz_class {
 	struct hz_class_reuse reuse;
 	struct hz_class_rotation rotation;
 	uint8_t dense; /* atomic: the last block was used densely */
+	uint8_t mmap_dense; /* atomic: the last mmap judged was used densely */
+	uint32_t mmaps;     /* atomic: mmaps of the class given THP at once */
 };
 
 /* The row of blocks of bytes' size, and the row of class k. */
@@ -131,6 +134,17 @@ bool hz_class_dense(size_t bytes);
 /* A block of bytes was found dense (collapsed whole, cleared on reuse) or
  * not (sparse, or handed out on the evidence, which is used once). */
 void hz_class_note_dense(size_t bytes, bool dense);
+
+/* Every HZ_MMAP_SAMPLE-th mmap of a class with dense evidence starts on 4
+ * KiB pages all the same, so that its use renews or revokes the evidence. */
+#define HZ_MMAP_SAMPLE 4
+
+/* Whether the program's next mmap of bytes takes huge pages at once: its
+ * class's last mmap judged was used densely, and it is not a sample. */
+bool hz_class_mmap_thp(size_t bytes);
+
+/* The program's mmap of bytes was found used densely or not. */
+void hz_class_note_mmap(size_t bytes, bool dense);
 
 #ifdef HZ_TEST_CORE
 /* Tests: every row back to its first state. */

@@ -539,6 +539,7 @@ static void advise_rest(struct slot *s, uintptr_t from)
 
 static void look_at_first_touches(struct slot *s, struct budget *b)
 {
+	uint16_t resident[HZ_PROMOTE_DENSE_MAX];
 	size_t n = s->len / HZ_SZ_2M, frontier;
 	enum hz_front verdict = HZ_FRONT_SPARSE;
 
@@ -546,7 +547,8 @@ static void look_at_first_touches(struct slot *s, struct budget *b)
 		n = HZ_PROMOTE_DENSE_MAX; /* the first 8 GiB speak for the rest */
 	if (b->now - s->since > first_touch_ns ||
 	    (s->kind == HZ_PROMOTE_BLOCK && !block_still_ours(s)) ||
-	    hz_promote_front(s->start, n, &verdict, &frontier) != 0 || verdict != HZ_FRONT_WAIT)
+	    hz_promote_front(s->start, n, resident, &verdict, &frontier) != 0 ||
+	    verdict != HZ_FRONT_WAIT)
 		__atomic_store_n(&s->first_touch, false, __ATOMIC_RELAXED);
 	if (verdict != HZ_FRONT_DENSE)
 		return;

@@ -74,9 +74,9 @@ enum hz_front hz_promote_front_judge(const uint16_t *resident, size_t n, size_t 
 	return HZ_FRONT_WAIT;
 }
 
-int hz_promote_front(uintptr_t start, size_t n, enum hz_front *verdict, size_t *frontier)
+int hz_promote_front(uintptr_t start, size_t n, uint16_t *resident, enum hz_front *verdict,
+		     size_t *frontier)
 {
-	uint16_t resident[HZ_PROMOTE_DENSE_MAX];
 	struct density d = { start, resident };
 	int ret;
 

@@ -59,8 +59,10 @@ enum hz_front {
 enum hz_front hz_promote_front_judge(const uint16_t *resident, size_t n, size_t *frontier);
 
 /* The same for [start, start + n 2 MiB pages) as the page tables have it
- * now (n at most HZ_PROMOTE_DENSE_MAX). Returns 0, or -ENOMEM for a hole
- * (the range is not all mapped). */
-int hz_promote_front(uintptr_t start, size_t n, enum hz_front *verdict, size_t *frontier);
+ * now, counted in resident[n] (the caller's: the promoter's thread has the
+ * stack for 8 GiB of counts, a program thread in mmap asks about less).
+ * Returns 0, or -ENOMEM for a hole (the range is not all mapped). */
+int hz_promote_front(uintptr_t start, size_t n, uint16_t *resident, enum hz_front *verdict,
+		     size_t *frontier);
 
 #endif /* HZ_PROMOTE_DENSITY_H */

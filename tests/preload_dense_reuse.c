@@ -27,6 +27,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include <malloc.h>
+#include <sys/mman.h>
 
 #include "util.h"
 
@@ -141,12 +142,56 @@ static void released_sparse_block_leaves_the_next_fresh_one_on_small_pages(void 
 	assert_false(next_fresh_after_release_is_thp(256 * MiB, 4 * MiB));
 }
 
+/* count mmaps of len (aligned by the preload), each written every stride
+ * bytes before the next is made: how many of the later ones are advised
+ * THP at map time. The size is the test's own (no earlier case made its
+ * class's evidence). */
+static int mmaps_advised_at_map(size_t len, size_t stride, int count)
+{
+	char *p[16];
+	int advised = 0;
+
+	assert_true(count <= 16);
+	for (int i = 0; i < count; i++) {
+		p[i] = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		assert_true(p[i] != MAP_FAILED);
+		assert_int_equal((uintptr_t)p[i] % (2 * MiB), 0);
+		advised += i > 0 && advised_thp((uintptr_t)p[i]);
+		for (size_t off = 0; off < len; off += stride)
+			p[i][off] = 1;
+	}
+	for (int i = 0; i < count; i++)
+		munmap(p[i], len);
+	print_message("%d of %d mmaps of %zu MiB after ones written every %zu KiB: THP at map\n",
+		      advised, count - 1, len >> 20, stride >> 10);
+	return advised;
+}
+
+/* cc1's GC pages: 2 MiB mmaps, each written through before the next. All
+ * but the first and every fourth (a sample, left to show its use) are
+ * advised; after sparse ones none is. */
+static void densely_used_mmaps_give_the_next_of_their_size_huge_pages(void **state)
+{
+	(void)state;
+	need_lazy_thp();
+	assert_int_equal(mmaps_advised_at_map(6 * MiB, 4096, 9), 6);
+}
+
+static void sparsely_used_mmaps_leave_the_next_on_small_pages(void **state)
+{
+	(void)state;
+	need_lazy_thp();
+	assert_int_equal(mmaps_advised_at_map(12 * MiB, 1 * MiB, 9), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(reused_half_written_block_gets_huge_pages),
 		cmocka_unit_test(released_dense_block_gives_the_next_fresh_one_huge_pages),
 		cmocka_unit_test(released_sparse_block_leaves_the_next_fresh_one_on_small_pages),
+		cmocka_unit_test(densely_used_mmaps_give_the_next_of_their_size_huge_pages),
+		cmocka_unit_test(sparsely_used_mmaps_leave_the_next_on_small_pages),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
