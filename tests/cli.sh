@@ -19,6 +19,9 @@ check "run --help exits 0" "$hz" run --help
 check "status --help exits 0" "$hz" status --help
 check "no command is a usage error (2)" [ "$(status_of "$hz")" = 2 ]
 check "unknown command is a usage error (2)" [ "$(status_of "$hz" frobnicate)" = 2 ]
+check "hugezero-folios names the process it cannot read, options first or last" \
+	bash -c "'$(dirname "$hz")/hugezero-folios' --all 999999999 2>&1 | grep -qF '/proc/999999999:' &&
+		'$(dirname "$hz")/hugezero-folios' 999999999 --all 2>&1 | grep -qF '/proc/999999999:'"
 check "run passes the exit status through" [ "$(status_of "$hz" run -- sh -c 'exit 7')" = 7 ]
 check "run of a missing command exits 127" [ "$(status_of "$hz" run no-such-command-xyz)" = 127 ]
 check "run of something not executable exits 126" [ "$(status_of "$hz" run /tmp)" = 126 ]

@@ -254,8 +254,12 @@ int main(int argc, char **argv)
 			hz_maps_close(&maps);
 	}
 	if (ret != 0) {
-		fprintf(stderr, "hugezero-folios: cannot read /proc/%s: %s\n",
-			o.pid ? argv[1] : "self", strerror(-ret));
+		if (o.pid)
+			fprintf(stderr, "hugezero-folios: cannot read /proc/%d: %s\n", (int)o.pid,
+				strerror(-ret));
+		else
+			fprintf(stderr, "hugezero-folios: cannot read /proc/self: %s\n",
+				strerror(-ret));
 		return 1;
 	}
 	print_header(&o);
