@@ -138,17 +138,19 @@ bool hz_prezero_holds_probes(void)
 	return hz_prezero_mode() != HZ_PREZERO_OPT_THREAD || hz_prezero_welcome();
 }
 
-/* 32 MiB: in a program with no thread of its own, the smallest range whose
+/* 16 MiB: in a program with no thread of its own, the smallest range whose
  * first writes the thread starts to watch at once (promote_density.h, "the
  * first touches"). Written densely on 4 KiB pages such a range faults for
- * 80-160 ms here, on huge pages for about 2.5; the thread costs the
- * program the few percent of its run that glibc's multi-threaded locks
- * take (above). Smaller ranges wait for the collapse delay, as before. */
+ * 40-80 ms on a VM whose host backs memory lazily (0.2-0.4 GB/s), on huge
+ * pages for about 1.2; the thread costs the program what glibc's locks
+ * cost once it has two threads (above; clang -O2 2.4%, bench/RESULTS.md,
+ * "the first touches"). ImageMagick's 16-24 MiB pixel caches run 1.16x
+ * glibc with it. Smaller ranges wait for the collapse delay, as before. */
 #define FIRST_TOUCH_START_MIN ((size_t)16 << 20)
 
 /* The promoter tracks a range of len since then: the thread starts now when
- * welcome or for a range whose first touches are worth watching, else once the oldest such range
- * has waited the collapse delay. */
+ * welcome or for a range whose first touches are worth watching, else once
+ * the oldest such range has waited the collapse delay. */
 static void start_for_promotion(uint64_t since, size_t len)
 {
 	uint64_t w = __atomic_load_n(&promotion_waits_since, __ATOMIC_RELAXED);
