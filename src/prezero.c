@@ -203,6 +203,7 @@ struct hz_cache *hz_prezero_enter(struct hz_cache_batch *b)
 	hz_lock(&pz_lock);
 	__atomic_store_n(&pz_program_in, 1, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&pz_thread_in, __ATOMIC_SEQ_CST) && !wait_thread_out()) {
+		hz_stats_add(cache_passed_by, 1);
 		__atomic_store_n(&pz_program_in, 0, __ATOMIC_SEQ_CST);
 		hz_unlock(&pz_lock);
 		return NULL;
