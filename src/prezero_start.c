@@ -150,13 +150,15 @@ bool hz_prezero_holds_probes(void)
 
 /* The promoter tracks a range of len since then: the thread starts now when
  * welcome or for a range whose first touches are worth watching, else once
- * the oldest such range has waited the collapse delay. */
+ * the oldest such range has waited the collapse delay. A sleeping thread is
+ * woken: at its next tick (TICK_NS, prezero.c, a quarter second) a
+ * sequential writer has long faulted the whole range in. */
 static void start_for_promotion(uint64_t since, size_t len)
 {
 	uint64_t w = __atomic_load_n(&promotion_waits_since, __ATOMIC_RELAXED);
 
 	if (hz_prezero_welcome() || len >= FIRST_TOUCH_START_MIN) {
-		hz_prezero_start();
+		hz_prezero_wake();
 		return;
 	}
 	while ((w == 0 || since < w) &&

@@ -545,7 +545,8 @@ static void look_at_first_touches(struct slot *s, struct budget *b)
 
 	if (n > HZ_PROMOTE_DENSE_MAX)
 		n = HZ_PROMOTE_DENSE_MAX; /* the first 8 GiB speak for the rest */
-	if (b->now - s->since > first_touch_ns ||
+	/* since may be after now: the range was tracked during this pass. */
+	if ((b->now > s->since && b->now - s->since > first_touch_ns) ||
 	    (s->kind == HZ_PROMOTE_BLOCK && !block_still_ours(s)) ||
 	    hz_promote_front(s->start, n, resident, &verdict, &frontier) != 0 ||
 	    verdict != HZ_FRONT_WAIT)
