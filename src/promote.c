@@ -14,6 +14,9 @@
  * collapsed only when every 2 MiB page in it is dense (promote_density.h).
  * A segment collapsed is marked and never looked at again.
  *
+ * The first touches of a new range are watched by promote_first.c, on the
+ * same slots (promote_impl.h).
+ *
  * Limits. mincore reads only page tables; MADV_COLLAPSE allocates a huge
  * page (on this kind of VM a fresh one faults at about 1 GB/s), copies 2
  * MiB and holds the process's mmap lock for writing while it swaps the
@@ -36,7 +39,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
-#include <sys/mman.h>
 
 #include "backing.h"
 #include "blocks.h"
@@ -44,6 +46,7 @@
 #include "config.h"
 #include "log.h"
 #include "promote_density.h"
+#include "promote_impl.h"
 #include "promote_share.h"
 #include "prim/memory.h"
 #include "prim/os.h"
@@ -51,11 +54,6 @@
 #include "sizes.h"
 #include "stats.h"
 
-/* 512 ranges: cc1 makes about a hundred 2 MiB mmaps (issue "real
- * programs"); a range that finds the table full stays on 4 KiB pages. */
-#define SLOTS 512
-/* Segments per range: a bit each in the range's done mask. */
-#define SEG_MAX 256
 /* 2 MiB pages per segment at most (8 GiB), as many as one density call
  * takes: larger ranges (above 2 TiB) are not tracked. */
 #define SEG_HP_MAX HZ_PROMOTE_DENSE_MAX
@@ -90,36 +88,8 @@
  * idle priority gets the CPU, and the promoter wakes it; the limit is only
  * for a promoter that cannot run at all (a thread stopped by a debugger). */
 #define FORGET_WAIT_NS 1000000000ull
-/* The first touches (promote_density.h): a range is watched for 1 s after
- * it is tracked, every 2 ms, the time a writer faulting fresh 4 KiB pages
- * here takes to fill half a 2 MiB page. */
-#define FIRST_TOUCH_NS HZ_NS_PER_SEC
-static uint64_t first_touch_ns = FIRST_TOUCH_NS; /* tests set it */
-#define FIRST_TOUCH_TICK_NS (2 * HZ_NS_PER_MS)
 
-enum { ST_FREE, ST_CLAIMED, ST_LIVE, ST_BUSY };
-#define ST_MASK 3u
-#define ST_DEAD 4u
-#define GEN_ONE 8u
-
-struct slot {
-	uint32_t word;
-	uint8_t kind;
-	bool done;       /* nothing left to do: every segment collapsed, or given up */
-	bool first_touch; /* first touches still watched (promote_density.h) */
-	bool whole;      /* every segment found dense and collapsed (or refused) */
-	uint16_t failures;
-	uint16_t refused; /* 2 MiB pages refused (EINVAL), left on 4 KiB pages */
-	uintptr_t start;
-	size_t len;      /* whole 2 MiB pages */
-	size_t class_len; /* a block's length, the size class its evidence is for */
-	uint64_t since;  /* tracked at (ns) */
-	uint32_t seg_hp; /* 2 MiB pages per segment */
-	uint32_t nseg, cursor, resume;
-	uint64_t seg_done[SEG_MAX / 64];
-};
-
-static struct slot slots[SLOTS];
+struct hz_promote_slot hz_promote_slots[SLOTS];
 static int tracked_any;
 /* mmap ranges tracked, and bounds holding every one ever tracked: forget
  * returns after two loads for the program's other munmaps. */
@@ -127,8 +97,6 @@ static int mmap_count;
 static uintptr_t mmap_lo = UINTPTR_MAX, mmap_hi;
 static uint64_t next_tick, interval = INTERVAL_MIN_NS;
 static unsigned rr; /* the promoter's next slot */
-/* Until then some range's first touches are watched (ns). */
-static uint64_t first_touch_until;
 
 bool hz_promote_enabled(void)
 {
@@ -138,23 +106,23 @@ bool hz_promote_enabled(void)
 
 /* A block range the promoter finished with is the evidence for its size
  * class (the ledger, classes.h): dense when collapsed whole. */
-static void note_class(const struct slot *s)
+static void note_class(const struct hz_promote_slot *s)
 {
 	hz_class_note_dense(s->class_len, s->whole);
 }
 
-static uint32_t load_word(struct slot *s)
+static uint32_t load_word(struct hz_promote_slot *s)
 {
 	return __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
 }
 
-static bool cas_word(struct slot *s, uint32_t *old, uint32_t new_word)
+static bool cas_word(struct hz_promote_slot *s, uint32_t *old, uint32_t new_word)
 {
 	return __atomic_compare_exchange_n(&s->word, old, new_word, false, __ATOMIC_ACQ_REL,
 					   __ATOMIC_ACQUIRE);
 }
 
-static bool overlaps(const struct slot *s, uintptr_t start, uintptr_t end)
+static bool overlaps(const struct hz_promote_slot *s, uintptr_t start, uintptr_t end)
 {
 	uintptr_t a = __atomic_load_n(&s->start, __ATOMIC_RELAXED);
 	size_t n = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
@@ -170,7 +138,7 @@ struct ending {
 	size_t class_len;
 };
 
-static struct ending ending_of(const struct slot *s)
+static struct ending ending_of(const struct hz_promote_slot *s)
 {
 	return (struct ending){ __atomic_load_n(&s->kind, __ATOMIC_RELAXED),
 				__atomic_load_n(&s->done, __ATOMIC_RELAXED),
@@ -189,7 +157,7 @@ static void slot_freed(struct ending e)
 
 /* Free a live slot, or tell the promoter working on it to free it (dead).
  * Returns true when the promoter holds it (*w then has the dead word). */
-static bool end_slot(struct slot *s, uint32_t *w)
+static bool end_slot(struct hz_promote_slot *s, uint32_t *w)
 {
 	for (;;) {
 		uint32_t st = *w & ST_MASK;
@@ -215,12 +183,12 @@ static bool end_slot(struct slot *s, uint32_t *w)
 }
 
 /* The slot's word as the futex the promoter wakes a forget on. */
-static int *futex_of(struct slot *s)
+static int *futex_of(struct hz_promote_slot *s)
 {
 	return (int *)(void *)&s->word;
 }
 
-static void wait_promoter(struct slot *s, uint32_t dead)
+static void wait_promoter(struct hz_promote_slot *s, uint32_t dead)
 {
 	uint64_t deadline = hz_prim_now_ns() + FORGET_WAIT_NS, now;
 
@@ -238,7 +206,7 @@ static void wait_promoter(struct slot *s, uint32_t dead)
 static void forget_kind(uintptr_t start, uintptr_t end, uint8_t kind, bool wait)
 {
 	for (unsigned i = 0; i < SLOTS; i++) {
-		struct slot *s = &slots[i];
+		struct hz_promote_slot *s = &hz_promote_slots[i];
 		uint32_t w = load_word(s);
 
 		if ((w & ST_MASK) < ST_LIVE ||
@@ -269,14 +237,14 @@ void hz_promote_leave(uintptr_t start, size_t len)
 		forget_kind(start, end, HZ_PROMOTE_BLOCK, true);
 }
 
-static struct slot *claim_slot(void)
+static struct hz_promote_slot *claim_slot(void)
 {
 	for (unsigned i = 0; i < SLOTS; i++) {
-		uint32_t w = load_word(&slots[i]);
+		uint32_t w = load_word(&hz_promote_slots[i]);
 
 		if ((w & ST_MASK) == ST_FREE &&
-		    cas_word(&slots[i], &w, ((w & ~(ST_MASK | ST_DEAD)) + GEN_ONE) | ST_CLAIMED))
-			return &slots[i];
+		    cas_word(&hz_promote_slots[i], &w, ((w & ~(ST_MASK | ST_DEAD)) + GEN_ONE) | ST_CLAIMED))
+			return &hz_promote_slots[i];
 	}
 	return NULL;
 }
@@ -285,14 +253,14 @@ static struct slot *claim_slot(void)
  * else the next live block range in turn (one that was released and
  * mapped elsewhere never ends by itself: its granules are mapped again
  * only at a fresh block's address). mmap ranges end only by forget. */
-static struct slot *evict_block(void)
+static struct hz_promote_slot *evict_block(void)
 {
 	static unsigned next;
 
 	for (int pass = 0; pass < 2; pass++) {
 		for (unsigned n = 0; n < SLOTS; n++) {
 			unsigned i = pass ? __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED) % SLOTS : n;
-			struct slot *s = &slots[i];
+			struct hz_promote_slot *s = &hz_promote_slots[i];
 			uint32_t w = load_word(s);
 
 			if ((w & ST_MASK) == ST_LIVE &&
@@ -321,7 +289,7 @@ bool hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind)
 {
 	size_t hp = len / HZ_SZ_2M;
 	uint32_t seg_hp = (uint32_t)((hp + SEG_MAX - 1) / SEG_MAX);
-	struct slot *s;
+	struct hz_promote_slot *s;
 
 	if (start % HZ_SZ_2M || hp == 0)
 		return false;
@@ -357,26 +325,16 @@ bool hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind)
 	__atomic_store_n(&s->word, (load_word(s) & ~ST_MASK) | ST_LIVE, __ATOMIC_RELEASE);
 	__atomic_store_n(&tracked_any, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&next_tick, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&first_touch_until, s->since + first_touch_ns, __ATOMIC_RELAXED);
+	hz_promote_watch_from(s->since);
 	hz_stats_add(promote_tracked, 1);
 	return true;
 }
 
 /* ---- the promoter (the pre-zero thread) ---- */
 
-struct budget {
-	uint64_t now;
-	size_t scanned;
-	unsigned collapsed;
-	uint64_t until;
-	uint64_t born_by;    /* ranges tracked after this are too young */
-	bool stop;    /* budget spent, or backing off */
-	bool backoff; /* a collapse failed for a while or was slow */
-	bool worked;  /* something was collapsed */
-};
 
 /* The range is given up: it stays on 4 KiB pages. */
-static void give_up(struct slot *s, int err)
+static void give_up(struct hz_promote_slot *s, int err)
 {
 	__atomic_store_n(&s->done, true, __ATOMIC_RELAXED);
 	if (s->kind == HZ_PROMOTE_BLOCK)
@@ -388,7 +346,7 @@ static void give_up(struct slot *s, int err)
 
 /* Collapse 2 MiB page at a of s. Returns false when the range or the tick
  * is to stop. */
-static bool collapse_one(struct slot *s, uintptr_t a, struct budget *b)
+static bool collapse_one(struct hz_promote_slot *s, uintptr_t a, struct hz_promote_budget *b)
 {
 	uint64_t t0 = hz_prim_now_ns(), cpu0 = hz_prim_thread_cpu_ns(), ns, cpu;
 	int ret = hz_prim_collapse(a, HZ_SZ_2M);
@@ -423,7 +381,7 @@ static bool collapse_one(struct slot *s, uintptr_t a, struct budget *b)
 
 /* Segment i of s: collapse it if dense. Returns false when the range or
  * the tick is to stop. */
-static bool do_segment(struct slot *s, uint32_t i, struct budget *b)
+static bool do_segment(struct hz_promote_slot *s, uint32_t i, struct hz_promote_budget *b)
 {
 	uintptr_t seg = s->start + (uintptr_t)i * s->seg_hp * HZ_SZ_2M;
 	size_t hp_total = s->len / HZ_SZ_2M;
@@ -455,7 +413,7 @@ static bool do_segment(struct slot *s, uint32_t i, struct budget *b)
 	return b->scanned < SCAN_MAX;
 }
 
-static bool block_still_ours(const struct slot *s)
+bool hz_promote_block_still_ours(const struct hz_promote_slot *s)
 {
 	struct hz_span span = { hz_range_make(s->start, s->len), HZ_BACKING_THP };
 
@@ -463,13 +421,13 @@ static bool block_still_ours(const struct slot *s)
 	       hz_blocks_reusable(&span);
 }
 
-static void work_on(struct slot *s, struct budget *b)
+static void work_on(struct hz_promote_slot *s, struct hz_promote_budget *b)
 {
 	uint32_t k;
 
 	if (s->since > b->born_by)
 		return;
-	if (s->kind == HZ_PROMOTE_BLOCK && !block_still_ours(s))
+	if (s->kind == HZ_PROMOTE_BLOCK && !hz_promote_block_still_ours(s))
 		return;
 	for (k = 0; k < s->nseg; k++) {
 		uint32_t i = (s->cursor + k) % s->nseg;
@@ -493,12 +451,11 @@ static void work_on(struct slot *s, struct budget *b)
 		note_class(s);
 }
 
-typedef void work_fn(struct slot *s, struct budget *b);
-
 /* Run work on s, live and not done, holding it busy: a forget meanwhile
  * marks it dead and waits (wait_promoter), so nothing work does lands on
  * what the program maps there next. */
-static void visit(struct slot *s, work_fn *work, struct budget *b)
+void hz_promote_visit(struct hz_promote_slot *s, hz_promote_work_fn *work,
+		      struct hz_promote_budget *b)
 {
 	uint32_t w = load_word(s);
 	struct ending e;
@@ -521,74 +478,17 @@ static void visit(struct slot *s, work_fn *work, struct budget *b)
 	}
 }
 
-/* ---- the first touches: advice at the first dense writes ---- */
-
-/* THP on [start, end) of s, which the program has not touched yet. */
-static void advise_rest(struct slot *s, uintptr_t from)
-{
-	uintptr_t end = s->start + s->len;
-
-	if (from >= end || !hz_backing_fresh_thp_fast())
-		return;
-	if (hz_prim_madvise((void *)from, end - from, MADV_HUGEPAGE) != 0)
-		return;
-	hz_stats_add(promote_advised_bytes, end - from);
-	hz_debug("%zu bytes at %p written densely: THP advised on the %zu after %p", s->len,
-		 (void *)s->start, end - from, (void *)from);
-}
-
-static void look_at_first_touches(struct slot *s, struct budget *b)
-{
-	uint16_t resident[HZ_PROMOTE_DENSE_MAX];
-	size_t n = s->len / HZ_SZ_2M, frontier;
-	enum hz_front verdict = HZ_FRONT_SPARSE;
-
-	if (n > HZ_PROMOTE_DENSE_MAX)
-		n = HZ_PROMOTE_DENSE_MAX; /* the first 8 GiB speak for the rest */
-	/* since may be after now: the range was tracked during this pass. */
-	if ((b->now > s->since && b->now - s->since > first_touch_ns) ||
-	    (s->kind == HZ_PROMOTE_BLOCK && !block_still_ours(s)) ||
-	    hz_promote_front(s->start, n, resident, &verdict, &frontier) != 0 ||
-	    verdict != HZ_FRONT_WAIT)
-		__atomic_store_n(&s->first_touch, false, __ATOMIC_RELAXED);
-	if (verdict != HZ_FRONT_DENSE)
-		return;
-	/* Not evidence for the size class: a block's first pages tell less
-	 * than its whole use, which its reuse (prezero_share.c) and its
-	 * release (recycle.c) show. */
-	advise_rest(s, s->start + (frontier < n ? frontier * HZ_SZ_2M : s->len));
-}
-
-/* Look at every range whose first touches are watched. Returns the ns
- * until the next look, or UINT64_MAX when none is watched. */
-static uint64_t first_touch_pass(uint64_t now)
-{
-	struct budget b = { .now = now };
-
-	if (now >= __atomic_load_n(&first_touch_until, __ATOMIC_RELAXED))
-		return UINT64_MAX;
-	if (!hz_promote_enabled()) {
-		__atomic_store_n(&first_touch_until, 0, __ATOMIC_RELAXED);
-		return UINT64_MAX;
-	}
-	/* Only the watched: holding a slot busy makes a forget of it wait. */
-	for (unsigned i = 0; i < SLOTS; i++)
-		if (__atomic_load_n(&slots[i].first_touch, __ATOMIC_RELAXED))
-			visit(&slots[i], look_at_first_touches, &b);
-	return FIRST_TOUCH_TICK_NS;
-}
-
 /* The child of a fork has no promoter: what it held is live again. */
 static void fork_child(void)
 {
 	for (unsigned i = 0; i < SLOTS; i++) {
-		uint32_t w = slots[i].word;
+		uint32_t w = hz_promote_slots[i].word;
 
 		if ((w & ST_MASK) != ST_BUSY)
 			continue;
-		slots[i].word = w & ST_DEAD ? w & ~(ST_MASK | ST_DEAD) : (w & ~ST_MASK) | ST_LIVE;
+		hz_promote_slots[i].word = w & ST_DEAD ? w & ~(ST_MASK | ST_DEAD) : (w & ~ST_MASK) | ST_LIVE;
 		if (w & ST_DEAD)
-			slot_freed(ending_of(&slots[i]));
+			slot_freed(ending_of(&hz_promote_slots[i]));
 	}
 	hz_promote_share_reset();
 }
@@ -606,7 +506,8 @@ static void register_atfork(void)
 static uint64_t collapse_pass(uint64_t now)
 {
 	uint64_t delay = hz_config()->collapse_delay_ms * HZ_NS_PER_MS;
-	struct budget b = { .until = now + TICK_BUDGET_NS, .born_by = now > delay ? now - delay : 0 };
+	struct hz_promote_budget b = { .until = now + TICK_BUDGET_NS,
+				       .born_by = now > delay ? now - delay : 0 };
 	uint64_t due = __atomic_load_n(&next_tick, __ATOMIC_RELAXED);
 
 	if (now < due)
@@ -624,7 +525,7 @@ static uint64_t collapse_pass(uint64_t now)
 		return interval;
 	}
 	for (unsigned n = 0; n < SLOTS && !b.stop && b.scanned < SCAN_MAX; n++)
-		visit(&slots[rr++ % SLOTS], work_on, &b);
+		hz_promote_visit(&hz_promote_slots[rr++ % SLOTS], work_on, &b);
 	if (b.backoff)
 		interval = interval * 2 > INTERVAL_MAX_NS ? INTERVAL_MAX_NS : interval * 2;
 	else if (!b.worked)
@@ -645,7 +546,7 @@ uint64_t hz_promote_tick(uint64_t now)
 	if (!__atomic_load_n(&tracked_any, __ATOMIC_ACQUIRE))
 		return UINT64_MAX;
 	pthread_once(&atfork_once, register_atfork);
-	first_touch_in = first_touch_pass(now);
+	first_touch_in = hz_promote_first_touch_pass(now);
 	collapse_in = collapse_pass(now);
 	return first_touch_in < collapse_in ? first_touch_in : collapse_in;
 }
@@ -654,10 +555,5 @@ uint64_t hz_promote_tick(uint64_t now)
 void hz_promote_test_kick(void)
 {
 	__atomic_store_n(&next_tick, 0, __ATOMIC_RELAXED);
-}
-
-void hz_promote_test_first_touch_ns(uint64_t ns)
-{
-	first_touch_ns = ns;
 }
 #endif
