@@ -38,18 +38,14 @@
  *    stores zero memory the program already owns. */
 #include "prezero.h"
 
-#include <errno.h>
 #include <sys/mman.h>
 
-#include "backing.h"
 #include "classes.h"
 #include "clear/policy.h"
 #include "config.h"
-#include "cpu/relax.h"
 #include "lock.h"
 #include "log.h"
 #include "prim/memory.h"
-#include "prim/os.h"
 #include "prezero_impl.h"
 #include "prim/prim.h"
 #include "promote.h"
@@ -71,10 +67,6 @@
 #define STARVED_NS_PER_BYTE 1
 /* A starved thread stops for this long (ns), and calloc zeroes meanwhile. */
 #define STARVED_PAUSE_NS HZ_NS_PER_SEC
-/* A program thread waiting for the thread spins this many times, then
- * sleeps (giving its CPU to the thread, if they share one) this long (ns). */
-#define WAIT_SPINS 1024
-#define WAIT_SLEEP_NS 20000
 /* The thread tries its turn again this soon (ns) when a program thread was
  * in the table. */
 #define RETRY_NS 50000
@@ -91,7 +83,7 @@ pthread_once_t pz_cache_once = PTHREAD_ONCE_INIT;
 /* The guard. */
 struct hz_lock pz_lock = HZ_LOCK_INIT;
 int pz_program_in, pz_thread_in;
-static unsigned turns;                 /* the thread's tries at the table */
+unsigned pz_turns;                  /* the thread's tries at the table */
 unsigned pz_stalled_turn = ~0u;    /* the turn a program thread gave up on */
 
 struct job pz_jobs[JOBS];
@@ -103,17 +95,7 @@ int pz_thread_failed;
 int pz_thread_retired;
 int pz_stop, pz_tid, pz_exited;
 int pz_wake_seq, pz_sleeping;
-static uint64_t paused_until; /* until when (ns) a starved thread rests */
-
-/* Program threads only (the blocks lock); also the table's flush. */
-void hz_prezero_release(struct hz_cache_batch *b)
-{
-	for (unsigned i = 0; i < b->count; i++) {
-		hz_stats_add(cache_released_bytes, hz_span_bytes(&b->spans[i]));
-		hz_blocks_release_span(&b->spans[i]);
-	}
-	b->count = 0;
-}
+uint64_t pz_paused_until; /* until when (ns) a starved thread rests */
 
 void hz_pz_init_cache(void)
 {
@@ -127,120 +109,14 @@ void hz_pz_init_cache(void)
 	(void)hz_zero_residency_trusted();
 }
 
-bool hz_prezero_wait(int *word, int mask, int want, uint64_t ns)
-{
-	uint64_t deadline = hz_prim_now_ns() + ns;
-	unsigned spins = 0;
-
-	while ((__atomic_load_n(word, __ATOMIC_ACQUIRE) & mask) != want) {
-		if (++spins <= WAIT_SPINS) {
-			hz_cpu_relax();
-			continue;
-		}
-		if (hz_prim_now_ns() > deadline)
-			return false;
-		hz_prim_sleep_ns(WAIT_SLEEP_NS);
-	}
-	return true;
-}
-
 void hz_pz_publish_bytes(void)
 {
 	__atomic_store_n(&hz_stats.cache_bytes, pz_cache.bytes, __ATOMIC_RELAXED);
 }
 
-/* ---- the guard, program side ---- */
-
-/* Put what the thread finished back: zeroed spans into the table, released
- * ones into b. */
-void hz_pz_collect(struct hz_cache_batch *b)
-{
-	uint64_t now = 0;
-
-	for (unsigned i = 0; i < JOBS; i++) {
-		struct job *j = &pz_jobs[i];
-
-		if (__atomic_load_n(&j->state, __ATOMIC_ACQUIRE) != JOB_DONE)
-			continue;
-		if (j->released) {
-			hz_cache_batch_put(&pz_cache, b, &j->result);
-		} else {
-			/* Partly dirty (starved) is dirty as a whole: its clean
-			 * top is one unit, not worth a split. */
-			now = now ? now : hz_prim_now_ns();
-			hz_cache_add(&pz_cache,
-				     (struct hz_cache_entry){
-					     .span = j->result,
-					     .idle_since = j->idle_since ? j->idle_since : now,
-					     .clean = j->dirty == 0,
-					     .lazy = j->lazy },
-				     b);
-		}
-		__atomic_store_n(&j->state, JOB_FREE, __ATOMIC_RELEASE);
-	}
-	hz_pz_publish_bytes();
-}
-
-/* The thread is in its turn: wait for it to end, at most GUARD_WAIT_NS,
- * and not at all for a turn another request already gave up on. */
-static bool wait_thread_out(void)
-{
-	unsigned turn = __atomic_load_n(&turns, __ATOMIC_ACQUIRE);
-
-	if (turn == __atomic_load_n(&pz_stalled_turn, __ATOMIC_RELAXED))
-		return false;
-	if (hz_prezero_wait(&pz_thread_in, ~0, 0, GUARD_WAIT_NS))
-		return true;
-	__atomic_store_n(&pz_stalled_turn, turn, __ATOMIC_RELAXED);
-	hz_debug("the pre-zero thread was preempted at the cache's table; serving without "
-		 "the cache until it runs again");
-	return false;
-}
-
-struct hz_cache *hz_prezero_enter(struct hz_cache_batch *b)
-{
-	pthread_once(&pz_cache_once, hz_pz_init_cache);
-	hz_lock(&pz_lock);
-	__atomic_store_n(&pz_program_in, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&pz_thread_in, __ATOMIC_SEQ_CST) && !wait_thread_out()) {
-		hz_stats_add(cache_passed_by, 1);
-		__atomic_store_n(&pz_program_in, 0, __ATOMIC_SEQ_CST);
-		hz_unlock(&pz_lock);
-		return NULL;
-	}
-	hz_pz_collect(b);
-	return &pz_cache;
-}
-
-void hz_prezero_leave(void)
-{
-	hz_pz_publish_bytes();
-	__atomic_store_n(&pz_program_in, 0, __ATOMIC_SEQ_CST);
-	hz_unlock(&pz_lock);
-}
-
-bool hz_prezero_can_help(void)
-{
-	return hz_prezero_mode() == HZ_PREZERO_OPT_THREAD &&
-	       __atomic_load_n(&pz_thread_started, __ATOMIC_ACQUIRE) &&
-	       !__atomic_load_n(&pz_stop, __ATOMIC_ACQUIRE) &&
-	       hz_prim_now_ns() >= __atomic_load_n(&paused_until, __ATOMIC_RELAXED);
-}
-
-enum hz_prezero_opt hz_prezero_mode(void)
-{
-	enum hz_prezero_opt m = hz_cache_policy()->prezero;
-
-	if (m == HZ_PREZERO_OPT_THREAD && (__atomic_load_n(&pz_thread_failed, __ATOMIC_ACQUIRE) ||
-					   __atomic_load_n(&pz_thread_retired, __ATOMIC_ACQUIRE) ||
-					   hz_cache_memory_limited()))
-		return HZ_PREZERO_OPT_SYNC;
-	return m;
-}
-
 /* ---- job slots ---- */
 
-static struct job *job_in(int state)
+struct job *hz_pz_job_in(int state)
 {
 	for (unsigned i = 0; i < JOBS; i++)
 		if (__atomic_load_n(&pz_jobs[i].state, __ATOMIC_ACQUIRE) == state)
@@ -251,7 +127,7 @@ static struct job *job_in(int state)
 /* The thread alone turns a free slot into a used one. */
 static struct job *free_job(void)
 {
-	return job_in(JOB_FREE);
+	return hz_pz_job_in(JOB_FREE);
 }
 
 /* Free slots, and clean bytes finished but not collected yet. */
@@ -312,7 +188,7 @@ static size_t zero_span(struct job *j, struct hz_span *s, enum hz_zero_method m)
 		w = hz_zero_with(s->range.start + top, unit, 0, m, how);
 		written += w;
 		if (top > 0 && starved(w, hz_prim_now_ns() - u0)) {
-			__atomic_store_n(&paused_until, hz_prim_now_ns() + STARVED_PAUSE_NS,
+			__atomic_store_n(&pz_paused_until, hz_prim_now_ns() + STARVED_PAUSE_NS,
 					 __ATOMIC_RELAXED);
 			hz_stats_add(prezero_starved, 1);
 			break;
@@ -441,7 +317,7 @@ static bool take_turn(uint64_t now, struct job **zero, struct job **release, uns
 	unsigned spare;
 	int i;
 
-	__atomic_add_fetch(&turns, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&pz_turns, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&pz_thread_in, 1, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&pz_program_in, __ATOMIC_SEQ_CST)) {
 		__atomic_store_n(&pz_thread_in, 0, __ATOMIC_SEQ_CST);
@@ -462,7 +338,7 @@ static bool take_turn(uint64_t now, struct job **zero, struct job **release, uns
 	}
 	*zero = NULL;
 	clean += pz_cache.clean_bytes;
-	if (now < __atomic_load_n(&paused_until, __ATOMIC_RELAXED)) {
+	if (now < __atomic_load_n(&pz_paused_until, __ATOMIC_RELAXED)) {
 		/* starved: rest */
 	} else if (clean < hz_classes_clean_target() && !hz_cache_memory_limited()) {
 		/* Not under a memory cgroup limit: a span held here could not
@@ -474,7 +350,7 @@ static bool take_turn(uint64_t now, struct job **zero, struct job **release, uns
 	} else {
 		hz_classes_clean_enough(); /* the target fades while it is met */
 	}
-	if (*zero == NULL && now >= __atomic_load_n(&paused_until, __ATOMIC_RELAXED) &&
+	if (*zero == NULL && now >= __atomic_load_n(&pz_paused_until, __ATOMIC_RELAXED) &&
 	    (i = hz_cache_first_idle(&pz_cache, now, LAZY_IDLE_NS)) >= 0)
 		*zero = take_job(i, true);
 	hz_pz_publish_bytes();
@@ -581,46 +457,4 @@ void *hz_pz_main(void *arg)
 	}
 	__atomic_store_n(&pz_exited, 1, __ATOMIC_RELEASE);
 	return NULL;
-}
-
-/* ---- claiming the span being zeroed ---- */
-
-static struct job *zeroing_job(void)
-{
-	return job_in(JOB_ZEROING);
-}
-
-bool hz_prezero_claimable(size_t size, size_t align)
-{
-	const struct job *j = zeroing_job();
-
-	return j && hz_cache_fits(&j->span, size, align);
-}
-
-int hz_prezero_claim(struct hz_span *span, size_t *dirty)
-{
-	struct job *j = zeroing_job();
-	int state = JOB_ZEROING;
-
-	if (!j || !__atomic_compare_exchange_n(&j->state, &state, JOB_CLAIMED, false,
-					       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		hz_prezero_leave(); /* it just finished: the cache has it next time */
-		return -EAGAIN;
-	}
-	hz_prezero_leave();
-	if (!hz_prezero_wait(&j->state, ~0, JOB_HANDED,
-		       hz_cache_policy()->unit / 4 * HZ_PREZERO_WAIT_NS_PER_4_BYTES)) {
-		state = JOB_CLAIMED;
-		if (__atomic_compare_exchange_n(&j->state, &state, JOB_ZEROING, false,
-						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-			hz_stats_add(takeovers_abandoned, 1);
-			return -EAGAIN;
-		}
-		/* handed over meanwhile */
-	}
-	*span = j->result;
-	*dirty = j->dirty;
-	__atomic_store_n(&j->state, JOB_FREE, __ATOMIC_RELEASE);
-	hz_stats_add(takeovers, 1);
-	return 0;
 }

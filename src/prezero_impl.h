@@ -1,12 +1,14 @@
-/* What prezero.c shares with prezero_fork.c and prezero_start.c: the
- * guard, the table, the job slots and the thread's flags. Internal to the
- * pre-zero thread; the rest of the library uses prezero.h. */
+/* What prezero.c shares with prezero_guard.c, prezero_fork.c and
+ * prezero_start.c: the guard, the table, the job slots and the thread's
+ * flags. Internal to the pre-zero thread; the rest of the library uses
+ * prezero.h. */
 #ifndef HZ_PREZERO_IMPL_H
 #define HZ_PREZERO_IMPL_H
 
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "blocks.h"
 #include "cache.h"
@@ -41,6 +43,7 @@ extern pthread_once_t pz_cache_once;
 extern struct hz_lock pz_lock;
 extern int pz_program_in, pz_thread_in;
 extern unsigned pz_stalled_turn; /* the turn a program thread gave up on */
+extern unsigned pz_turns;        /* the thread's tries at the table */
 extern struct job pz_jobs[JOBS];
 /* The thread: started; asked to stop; its kernel id while it runs; left
  * its loop; its wake-up sequence and whether it sleeps on it. */
@@ -49,6 +52,8 @@ extern int pz_thread_started, pz_stop, pz_tid, pz_exited, pz_wake_seq, pz_sleepi
 extern int pz_thread_failed;
 /* hz_prezero_retire ran: the thread never starts again. */
 extern int pz_thread_retired;
+/* Until when (ns) a starved thread rests, and calloc zeroes meanwhile. */
+extern uint64_t pz_paused_until;
 
 /* The thread's body (prezero.c), started by prezero_start.c. */
 void *hz_pz_main(void *arg);
@@ -59,6 +64,8 @@ void hz_pz_init_cache(void);
 void hz_pz_publish_bytes(void);
 /* Inside the guard: what finished jobs left goes to the table, or b. */
 void hz_pz_collect(struct hz_cache_batch *b);
+/* The first job slot in state, or NULL. */
+struct job *hz_pz_job_in(int state);
 /* The thread is done with j: s remains, dirty bytes of it from its start,
  * its memory released or not. */
 void hz_pz_job_done(struct job *j, const struct hz_span *s, size_t dirty, bool released);
