@@ -113,7 +113,7 @@ void hz_prezero_fork_prepare(void);
 void hz_prezero_fork_parent(void);
 void hz_prezero_fork_child(void);
 
-/* ---- between prezero.c and prezero_share.c ---- */
+/* ---- between the other prezero_*.c files and prezero_share.c ---- */
 
 /* A calloc waits for a unit (or a shared chunk) at most as long as it takes
  * at 4 GB/s (0.25 ns a byte; the thread clears at 8-19 GB/s on a free
