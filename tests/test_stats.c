@@ -127,7 +127,7 @@ static void text_report_is_the_format_scripts_read(void **state)
 	"hugezero:   new blocks      hugetlb1g 1 (1024.0 MiB), hugetlb2m 2 (4.0 MiB), thp 30 (1536.0 MiB), 4k 4 (8.0 MiB)\n"
 	"hugezero:   fallbacks       hugetlb_pool_short 1, hugetlb_mmap_failed 0, thp_unavailable 3, fresh_thp_slow 4, reservation_full 5, map_failed 6\n"
 	"hugezero:   calloc          17 calls, 117.7 MiB; zeroed by calloc 941.9 MiB at 8.0 GB/s\n"
-	"hugezero:   recycling       1000 reused, 234 fresh; cache 64.0 MiB now, 4768.4 MiB given back, 128.0 MiB made reclaimable; pre-zeroed 741.7 MiB at 0.0 GB/s, 3 takeovers, 1 given up, 2 requests served past the thread's turn, 4 pauses when starved of CPU; 32.0 MiB of calloc's clears done by the thread beside it\n"
+	"hugezero:   recycling       1000 reused, 234 fresh; cache 64.0 MiB now, 4768.4 MiB given back, 128.0 MiB made reclaimable; pre-zeroed 741.7 MiB at 0.0 GB/s, 3 takeovers, 1 given up, 2 times the cache was passed by, 4 pauses when starved of CPU; 32.0 MiB of calloc's clears done by the thread beside it\n"
 	"hugezero:   page size      2 blocks moved to 4 KiB pages after sparse use, 9 to THP after dense reuse\n"
 	"hugezero:   lazy huge pages 13 ranges watched, 64.0 MiB collapsed at 2.1 GB/s, 2 collapses failed, 5 ticks waited for CPU share, 3 ranges left on 4 KiB pages, 1 blocks THP at once, 6.0 MiB advised THP at first dense writes\n"
 	"hugezero:   realloc         5 moved by mremap, 6 in place, 7 copied\n"
