@@ -98,10 +98,8 @@ enum hz_backing hz_backing_first(void)
 	}
 }
 
-/* The hugetlb cgroup, found again at most every second (a process can be
- * moved); one thread at a time updates the copy, others find their own. */
-#define CGROUP_FIND_NS 1000000000ull
-
+/* The hugetlb cgroup, found again at most every HZ_OS_CGROUP_FIND_NS; one
+ * thread at a time updates the copy, others find their own. */
 static int find_hugetlb_cgroup(struct hz_os_cgroup *out)
 {
 	static struct hz_os_cgroup cg;
@@ -112,7 +110,7 @@ static int find_hugetlb_cgroup(struct hz_os_cgroup *out)
 
 	if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
 		return hz_os_cgroup_find("hugetlb", out);
-	if (found_at == 0 || now - found_at >= CGROUP_FIND_NS) {
+	if (found_at == 0 || now - found_at >= HZ_OS_CGROUP_FIND_NS) {
 		found = hz_os_cgroup_find("hugetlb", &cg) == 0;
 		found_at = now;
 	}

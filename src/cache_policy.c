@@ -38,10 +38,6 @@
  * reads, 25-90 us here (2 vCPUs, loaded); a fresh large block costs more
  * than that to fault in, and every read in between is estimated. */
 #define MEMCG_READ_NS 10000000ull
-/* 1 s between lookups of the cgroup itself (/proc/self/cgroup and
- * mountinfo, 150-300 us): a process is moved rarely, a limit may be set on
- * a cgroup that had none. */
-#define MEMCG_FIND_NS 1000000000ull
 /* Headroom: 1/4 of the limit, at least 16 MiB, at most 512 MiB. It covers
  * what the cgroup charges besides our blocks between two reads (kernel
  * memory, page tables, the program's small allocations, page cache
@@ -152,7 +148,7 @@ static void read_memcg(uint64_t now, bool force)
 	uint64_t h;
 	bool unknown;
 
-	if (!memcg.found || now - memcg.found_at >= MEMCG_FIND_NS) {
+	if (!memcg.found || now - memcg.found_at >= HZ_OS_CGROUP_FIND_NS) {
 		uint64_t mode;
 
 		memcg.found = hz_os_cgroup_find("memory", &memcg.cg) == 0;
@@ -164,7 +160,7 @@ static void read_memcg(uint64_t now, bool force)
 	/* Without a limit, only a new one can matter: checked as rarely as
 	 * the lookup. */
 	if (!force && now - memcg.read_at <
-			      (memcg.limit == HZ_OS_UNLIMITED ? MEMCG_FIND_NS : MEMCG_READ_NS))
+			      (memcg.limit == HZ_OS_UNLIMITED ? HZ_OS_CGROUP_FIND_NS : MEMCG_READ_NS))
 		return;
 	unknown = !memcg.found || hz_os_memcg_read(&memcg.cg, &m) != 0;
 	if (unknown)

@@ -123,6 +123,11 @@ struct hz_os_cgroup {
  * mounted or the process is in none, or the error of a read. */
 int hz_os_cgroup_find(const char *controller, struct hz_os_cgroup *cg);
 
+/* How long its callers keep what hz_os_cgroup_find found: 1 s. A lookup
+ * costs 150-300 us here; a process is moved to another cgroup rarely, and
+ * a limit may be set on a cgroup that had none. */
+#define HZ_OS_CGROUP_FIND_NS 1000000000ull
+
 /* No limit: what the readers give for a cgroup without one. */
 #define HZ_OS_UNLIMITED UINT64_MAX
 
