@@ -11,8 +11,6 @@
 #include "stats.h"
 
 #define HELD_MAX 32
-/* Between two looks at what the thread holds while draining (ns). */
-#define DRAIN_NAP_NS 20000
 
 void hz_recycle_drain(void)
 {
@@ -36,7 +34,7 @@ void hz_recycle_drain(void)
 		if (c && empty && held == 0)
 			return;
 		if (!c || held > 0) /* the thread gives its spans back within a unit */
-			hz_prim_sleep_ns(DRAIN_NAP_NS);
+			hz_prim_sleep_ns(HZ_PREZERO_POLL_NS);
 	}
 }
 

@@ -16,9 +16,8 @@
 #include "stats.h"
 
 /* A program thread waiting for the thread spins this many times, then
- * sleeps (giving its CPU to the thread, if they share one) this long (ns). */
+ * sleeps HZ_PREZERO_POLL_NS at a time. */
 #define WAIT_SPINS 1024
-#define WAIT_SLEEP_NS 20000
 
 /* Program threads only (the blocks lock); also the table's flush. */
 void hz_prezero_release(struct hz_cache_batch *b)
@@ -42,7 +41,7 @@ bool hz_prezero_wait(int *word, int mask, int want, uint64_t ns)
 		}
 		if (hz_prim_now_ns() > deadline)
 			return false;
-		hz_prim_sleep_ns(WAIT_SLEEP_NS);
+		hz_prim_sleep_ns(HZ_PREZERO_POLL_NS);
 	}
 	return true;
 }

@@ -80,10 +80,6 @@ static int leave_loop(int *tid)
 	return 1;
 }
 
-/* 20 us between looks: the C library's thread exit and the kernel's
- * release of the task take microseconds on a free core. */
-#define RELEASE_POLL_NS 20000u
-
 /* Out of its loop is not gone: until the kernel releases the task, it
  * still counts towards RLIMIT_NPROC and pids.max, keeps the process
  * multi-threaded for unshare and setns, and shows in /proc/PID/task with
@@ -98,7 +94,7 @@ int hz_prezero_stop(void)
 	while (hz_prim_thread_known(tid)) {
 		if (hz_prim_now_ns() >= deadline)
 			return -EBUSY;
-		hz_prim_sleep_ns(RELEASE_POLL_NS);
+		hz_prim_sleep_ns(HZ_PREZERO_POLL_NS);
 	}
 	return 1;
 }
