@@ -3,16 +3,15 @@
 # /dev/null, a fresh HOME, as nobody when root, so that no program can
 # change the machine) under libhugezero-preload.so, and under glibc
 # alone when it did not exit 0 there: the exit statuses must match. A
-# program that exits 0 under the preload was not broken by it, and most
-# do, so the sweep takes half the time of running every program twice.
-# A program that times out under glibc too (it ignores --version and
-# waits) proves nothing and is passed over. A pair that differs is run
-# again once with a timeout ten times as long: a program may differ
-# from itself between runs (cpan writes its configuration at the
-# first), and one that takes 2-3 s (a Python tool starting 80 threads)
-# crosses the short timeout now and then on a busy machine under either
-# library; a hang stays a hang. What the preload's run of a differing
-# pair printed is shown.
+# program that exits 0 under the preload was not broken by it, and is
+# not run again. A program that times out under glibc too (it ignores
+# --version and waits) proves nothing and is passed over. A pair that
+# differs is run again once with a timeout ten times as long: a program
+# may differ from itself between runs (cpan writes its configuration at
+# the first), and one that takes 2-3 s (a Python tool starting 80
+# threads) crosses the short timeout now and then on a busy machine
+# under either library; a hang stays a hang. What the preload's run of a
+# differing pair printed is shown.
 # Programs in SKIP_PROGRAMS (names, space-separated) are not run.
 #
 # usage: version_sweep.sh PRELOAD_SO DIR...
