@@ -33,35 +33,53 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
 	as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all)
 fi
 
+# Every run gets an empty HOME: one directory, emptied after each run
+# (cpan writes its configuration there at its first run).
+home=$work/home
+mkdir "$home"
+chmod 777 "$home"
+home_entries() { # into left: what is in $home, hidden files too
+	shopt -s nullglob dotglob
+	left=("$home"/*)
+	shopt -u nullglob dotglob
+}
+
 # A run ends when its process group is gone, not only its first process:
 # timeout(1) makes the group and signals all of it, but returns when the
 # program's script has died, while the JVM it started (mvnDebug) may still
-# hold the port the next run listens on. Up to 5 s, then killed.
-status() { # seconds, env...: the status of one run of $prog --version
-	local home seconds=$1 group status
+# hold the port the next run listens on. Up to 5 s, then killed. The
+# status is left in $ran, not printed: a subshell per run cost as much as
+# a short program's run.
+status() { # seconds, env...: one run of $prog --version
+	local seconds=$1 group left
 	shift
-	home=$(mktemp -d "$work/home.XXXXXX")
-	chmod 777 "$home"
 	(cd "$home" && exec timeout -k 1 "$seconds" "${as_user[@]}" env HOME="$home" "$@" \
 		"$prog" --version </dev/null >"$work/output" 2>&1) 2>/dev/null &
 	group=$!
-	wait $group
-	status=$?
+	wait $group 2>/dev/null # bash would print "Killed" for a run ended by -k
+	ran=$?
 	for _ in {1..50}; do
 		kill -0 -- "-$group" 2>/dev/null || break
 		sleep 0.1
 	done
 	kill -KILL -- "-$group" 2>/dev/null
-	echo $status
-	rm -rf "$home"
+	home_entries
+	[ ${#left[@]} -eq 0 ] && return
+	rm -rf -- "${left[@]}" 2>/dev/null
+	home_entries
+	if [ ${#left[@]} -gt 0 ]; then # what the program locked itself out of stays
+		home=$(mktemp -d "$work/home.XXXXXX")
+		chmod 777 "$home"
+	fi
 }
 
-pair() { # seconds -> "glibc-status preload-status", glibc's taken as 0 when the preload's is
-	local h
-	h=$(status "$1" LD_PRELOAD="$preload")
-	[ "$h" = 0 ] && { echo "0 0"; return; }
+pair() { # seconds: glibc's status in $g, the preload's in $h; g is 0 when h is
+	status "$1" LD_PRELOAD="$preload"
+	h=$ran g=0
+	[ "$h" = 0 ] && return
 	mv "$work/output" "$work/output.hugezero"
-	echo "$(status "$1") $h"
+	status "$1"
+	g=$ran
 }
 
 total=0
@@ -70,13 +88,14 @@ for dir in "$@"; do
 	for prog in "$dir"/*; do
 		[ -f "$prog" ] && [ -x "$prog" ] || continue
 		case "$skip" in *" ${prog##*/} "*) continue ;; esac
-		read -r g h < <(pair "$timeout_s")
+		pair "$timeout_s"
 		[ "$g" = 124 ] && continue
 		total=$((total + 1))
 		[ "$g" = "$h" ] && continue
-		read -r g2 h2 < <(pair "$((timeout_s * 10))")
-		{ [ "$g2" = 124 ] || [ "$g2" = "$h2" ]; } && continue
-		echo "DIFFER $prog --version: glibc exit $g then $g2, hugezero exit $h then $h2" \
+		g1=$g h1=$h
+		pair "$((timeout_s * 10))"
+		{ [ "$g" = 124 ] || [ "$g" = "$h" ]; } && continue
+		echo "DIFFER $prog --version: glibc exit $g1 then $g, hugezero exit $h1 then $h" \
 			"(124: timeout after ${timeout_s} s, then $((timeout_s * 10)) s); its last output under hugezero:"
 		tail -n 20 "$work/output.hugezero" | sed 's/^/  | /'
 		differ=$((differ + 1))
