@@ -209,13 +209,17 @@ int hz_prim_move_mapping(void *old, size_t len, void *new_addr);
  * a negative errno value. The only place hugezero creates a thread. */
 int hz_prim_thread_start(void *(*fn)(void *), void *arg, size_t stack_size);
 
-/* The pthread_create hz_prim_thread_start calls: the C library's, which
- * the preload hands over at start-up (its own export of the name would
- * otherwise take the call, prim's only way up to the preload). NULL, as
- * at start: the name as linked (libhugezero.so alone). */
+/* The pthread_create hz_prim_thread_start calls, handed in from above:
+ * prim names none itself, because in a process that preloads the
+ * interposer the name is the interposer's own export. The interposer's
+ * start uses the C library's (the next one); libhugezero.so's constructor
+ * (library.c) offers the name as linked, which counts only while nothing
+ * was handed in. Until either: no thread (-ENOSYS), and callers do the
+ * work themselves. */
 typedef int hz_prim_pthread_create_fn(pthread_t *, const pthread_attr_t *,
 				      void *(*)(void *), void *);
 void hz_prim_use_pthread_create(hz_prim_pthread_create_fn *create);
+void hz_prim_offer_pthread_create(hz_prim_pthread_create_fn *create);
 
 /* What hz_prim_confine_thread achieved: a bit per layer. */
 #define HZ_CONFINED_NO_NEW_PRIVS 1u

@@ -21,13 +21,21 @@ void hz_prim_use_pthread_create(hz_prim_pthread_create_fn *create)
 	__atomic_store_n(&libc_pthread_create, create, __ATOMIC_RELEASE);
 }
 
+void hz_prim_offer_pthread_create(hz_prim_pthread_create_fn *create)
+{
+	hz_prim_pthread_create_fn *none = NULL;
+
+	__atomic_compare_exchange_n(&libc_pthread_create, &none, create, false,
+				    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
 static int create_thread(pthread_t *tid, const pthread_attr_t *attr, void *(*fn)(void *),
 			 void *arg)
 {
 	hz_prim_pthread_create_fn *create = __atomic_load_n(&libc_pthread_create,
 							    __ATOMIC_ACQUIRE);
 
-	return create ? create(tid, attr, fn, arg) : pthread_create(tid, attr, fn, arg);
+	return create ? create(tid, attr, fn, arg) : ENOSYS;
 }
 
 int hz_prim_thread_start(void *(*fn)(void *), void *arg, size_t stack_size)
