@@ -169,18 +169,15 @@ static int map_hugetlb(enum hz_backing b, uintptr_t start, size_t len)
  * reporting, ballooning), a fresh 2 MiB page must be backed by the host
  * again on first touch, and can fault at 1 GB/s where 4 KiB pages, taken
  * from memory the host still backs, fault at 2-4 GB/s (bench/RESULTS.md).
- * So for a fresh THP block of FRESH_CHECK_MIN or more, fault its first
- * 2 MiB ourselves and time it: the first huge page predicts the rest of the
- * block within ~20% (measured here: 0.8-1.2 GB/s for the sample against
- * 0.8-1.1 for the whole block when slow, 5-7 against 4.4-6 when fast). If
- * it is slower than 4 KiB faults, the rest of the block gets 4 KiB pages.
- * The program touches a calloc'd block's start first anyway, so the sample
- * costs at most 2 MiB of RSS it would not have used. */
+ * So before a fresh block gets huge pages at first touch (BACKING=thp,
+ * LAZY_THP=0, jemalloc's extents, or a size class used densely before),
+ * the first such block in FRESH_RATE_NS faults a scratch 2 MiB of each
+ * kind and times them; when THP is slower the block gets 4 KiB pages (the
+ * promoter can still collapse what the program makes dense). One verdict
+ * serves every block (bench/RESULTS.md, "Fewer thresholds": a sample of
+ * each large block's own first 2 MiB measured no better). */
 
-/* 32 MiB: the sample costs 0.3-2.6 ms, under 10% of the block's faults. */
-#define FRESH_CHECK_MIN ((size_t)32 << 20)
-
-/* Bytes per microsecond of faulting 2 MiB of fresh memory at start. */
+/* Bytes per nanosecond of faulting 2 MiB of fresh memory at start. */
 static double populate_rate(uintptr_t start)
 {
 	uint64_t t0 = hz_prim_now_ns(), ns;
@@ -191,46 +188,58 @@ static double populate_rate(uintptr_t start)
 	return (double)HZ_SZ_2M / (double)(ns ? ns : 1);
 }
 
-/* 4 KiB fault rate, measured once on a scratch mapping (about 0.5 ms). */
+/* The fault rate of a scratch 2 MiB mapping with this advice. */
+static double scratch_rate(int advice)
+{
+	double r;
+	void *mem;
+
+	if (hz_prim_map_aligned(HZ_SZ_2M, HZ_SZ_2M, 0, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, HZ_TRIM_OR_FAIL, &mem) != 0)
+		return -1;
+	hz_prim_madvise(mem, HZ_SZ_2M, advice);
+	r = populate_rate((uintptr_t)mem);
+	hz_prim_munmap(mem, HZ_SZ_2M);
+	return r;
+}
+
+/* 4 KiB fault rate, measured once (about 0.5 ms). */
 static double small_page_rate(void)
 {
 	static double rate; /* racing first callers measure twice; harmless */
 	double r;
-	void *mem;
 
 	__atomic_load(&rate, &r, __ATOMIC_RELAXED);
 	if (r != 0)
 		return r;
-	if (hz_prim_map_aligned(HZ_SZ_2M, HZ_SZ_2M, 0, PROT_READ | PROT_WRITE,
-				MAP_PRIVATE | MAP_ANONYMOUS, HZ_TRIM_OR_FAIL, &mem) != 0)
-		return -1;
-	hz_prim_madvise(mem, HZ_SZ_2M, MADV_NOHUGEPAGE);
-	r = populate_rate((uintptr_t)mem);
-	hz_prim_munmap(mem, HZ_SZ_2M);
+	r = scratch_rate(MADV_NOHUGEPAGE);
 	__atomic_store(&rate, &r, __ATOMIC_RELAXED);
 	return r;
 }
 
-/* Returns the backing the block ends up with. */
-static enum hz_backing check_fresh_thp(uintptr_t start, size_t len)
-{
-	double thp, small;
+/* 10 s: the host's backing of free guest memory changes slowly. */
+#define FRESH_RATE_NS (10 * HZ_NS_PER_SEC)
 
-	if (len < FRESH_CHECK_MIN || !hz_config()->thp_check || hz_config()->populate)
-		return HZ_BACKING_THP;
-	thp = populate_rate(start);
-	small = small_page_rate();
-	if (thp < 0 || small < 0 || thp >= small)
-		return HZ_BACKING_THP;
-	/* Refused (the mapping cannot be split at vm.max_map_count): it
-	 * stays THP, and says so. */
-	if (hz_prim_madvise((void *)(start + HZ_SZ_2M), len - HZ_SZ_2M,
-			    MADV_NOHUGEPAGE) != 0)
-		return HZ_BACKING_THP;
-	hz_stats_fallback(HZ_FB_THP_SLOW);
-	hz_debug("fresh THP faulted at %.2f GB/s, 4 KiB pages at %.2f: %zu bytes at %p "
-		 "get 4 KiB pages", thp, small, len, (void *)start);
-	return HZ_BACKING_SMALL;
+bool hz_backing_fresh_thp_fast(void)
+{
+	static uint64_t measured_at;
+	static int fast;
+	uint64_t now = hz_prim_now_ns(), at = __atomic_load_n(&measured_at, __ATOMIC_RELAXED);
+	double thp, small = 0;
+
+	if (!hz_config()->thp_check || hz_config()->populate)
+		return true;
+	if (at != 0 && now - at < FRESH_RATE_NS)
+		return __atomic_load_n(&fast, __ATOMIC_RELAXED);
+	thp = scratch_rate(MADV_HUGEPAGE);
+	if (thp >= 0)
+		small = small_page_rate();
+	/* What cannot be timed (no MADV_POPULATE_WRITE before Linux 5.14)
+	 * is trusted, as with HUGEZERO_THP_CHECK=0. */
+	__atomic_store_n(&fast, thp < 0 || small < 0 || thp >= small, __ATOMIC_RELAXED);
+	__atomic_store_n(&measured_at, now ? now : 1, __ATOMIC_RELAXED);
+	hz_debug("fresh THP faulted at %.2f GB/s, 4 KiB pages at %.2f", thp, small);
+	return __atomic_load_n(&fast, __ATOMIC_RELAXED);
 }
 
 /* ---- lazy huge pages (the promoter: promote.h) ----
@@ -253,41 +262,13 @@ static enum hz_backing check_fresh_thp(uintptr_t start, size_t len)
  * or whose last recycled block was dense (cleared, not dropped), or whose
  * last block released at its free was (recycle.c), gets
  * MADV_HUGEPAGE at once, when fresh THP faults at least as fast as 4 KiB
- * pages here (measured on a scratch page, again every FRESH_RATE_NS): the
+ * pages here (hz_backing_fresh_thp_fast, above): the
  * next one is likely dense too, and its faults then cost nothing extra (on
  * the Zen 5 VM a fresh 4 KiB page faults at 0.42 GB/s and a huge page
  * freed shortly before at 15). The evidence is used once: that block is
  * not tracked (mincore cannot tell a sparse use of huge pages from a dense
  * one), and the next block of the class starts lazy again unless a dense
  * reuse noted the class since. */
-
-/* 10 s: the host's backing of free guest memory changes slowly. */
-#define FRESH_RATE_NS (10 * HZ_NS_PER_SEC)
-
-bool hz_backing_fresh_thp_fast(void)
-{
-	static uint64_t measured_at;
-	static int fast;
-	uint64_t now = hz_prim_now_ns(), at = __atomic_load_n(&measured_at, __ATOMIC_RELAXED);
-	double thp, small;
-	void *mem;
-
-	if (!hz_config()->thp_check)
-		return true;
-	if (at != 0 && now - at < FRESH_RATE_NS)
-		return __atomic_load_n(&fast, __ATOMIC_RELAXED);
-	if (hz_prim_map_aligned(HZ_SZ_2M, HZ_SZ_2M, 0, PROT_READ | PROT_WRITE,
-				MAP_PRIVATE | MAP_ANONYMOUS, HZ_TRIM_OR_FAIL, &mem) != 0)
-		return false;
-	hz_prim_madvise(mem, HZ_SZ_2M, MADV_HUGEPAGE);
-	thp = populate_rate((uintptr_t)mem);
-	hz_prim_munmap(mem, HZ_SZ_2M);
-	small = small_page_rate();
-	__atomic_store_n(&fast, thp >= 0 && small >= 0 && thp >= small, __ATOMIC_RELAXED);
-	__atomic_store_n(&measured_at, now ? now : 1, __ATOMIC_RELAXED);
-	hz_debug("fresh THP faulted at %.2f GB/s, 4 KiB pages at %.2f", thp, small);
-	return __atomic_load_n(&fast, __ATOMIC_RELAXED);
-}
 
 /* Whether a fresh block starts on 4 KiB pages (above). */
 static bool starts_lazy(size_t lazy_used)
@@ -335,20 +316,22 @@ static int map_small_or_thp(uintptr_t start, size_t len, enum hz_backing want,
 	/* Under THP "always", 4 KiB is asked for explicitly (SMALL). */
 	enum hz_prim_pages pages = HZ_PAGES_SMALL;
 	bool usable = want == HZ_BACKING_THP && hz_backing_thp_usable();
-	bool advised;
+	bool advised, slow = false;
 	int ret;
 
 	if (usable && starts_lazy(lazy_used))
 		return map_lazy(start, len, lazy_used, got);
-	if (want == HZ_BACKING_THP)
+	if (usable)
+		slow = !hz_backing_fresh_thp_fast();
+	if (want == HZ_BACKING_THP && !slow)
 		pages = usable ? HZ_PAGES_THP : HZ_PAGES_DEFAULT;
 	ret = hz_prim_commit(start, len, pages, &advised);
 	if (ret != 0)
 		return ret;
-	*got = HZ_BACKING_SMALL;
-	if (pages == HZ_PAGES_THP && advised)
-		*got = check_fresh_thp(start, len);
-	else if (want == HZ_BACKING_THP)
+	*got = pages == HZ_PAGES_THP && advised ? HZ_BACKING_THP : HZ_BACKING_SMALL;
+	if (slow)
+		hz_stats_fallback(HZ_FB_THP_SLOW);
+	else if (want == HZ_BACKING_THP && *got != HZ_BACKING_THP)
 		hz_stats_fallback(HZ_FB_THP_UNAVAILABLE);
 	return 0;
 }

@@ -119,11 +119,10 @@ static uint64_t headroom(uint64_t limit)
  * machine's: every cached block stays in the commit charge, and a mapping
  * that would take it over CommitLimit fails, in this program or in any
  * other. glibc's free gives the charge back with the block. So the cache
- * keeps a quarter of CommitLimit free, uncapped: the charge is every
- * process's, not only this cgroup's, and near the limit it gives way
- * first. Whichever of the cgroup and the commit charge leaves less room
- * above its headroom decides. */
-#define COMMIT_HEADROOM_DIV 4
+ * keeps the same share of CommitLimit free (HEADROOM_DIV), uncapped: the
+ * charge is every process's, not only this cgroup's, and near the limit
+ * it gives way first. Whichever of the cgroup and the commit charge leaves
+ * less room above its headroom decides. */
 
 static void limit_by_commit(struct hz_os_memcg *m, uint64_t *h)
 {
@@ -132,7 +131,7 @@ static void limit_by_commit(struct hz_os_memcg *m, uint64_t *h)
 
 	if (!memcg.strict || hz_os_commit_read(&commit) != 0)
 		return;
-	hc = commit.limit / COMMIT_HEADROOM_DIV;
+	hc = commit.limit / HEADROOM_DIV;
 	mine = m->room == HZ_OS_UNLIMITED ? HZ_OS_UNLIMITED : m->room > *h ? m->room - *h : 0;
 	if ((commit.room > hc ? commit.room - hc : 0) < mine) {
 		m->limit = commit.limit;

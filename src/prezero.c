@@ -67,9 +67,6 @@
 #define STARVED_NS_PER_BYTE 1
 /* A starved thread stops for this long (ns), and calloc zeroes meanwhile. */
 #define STARVED_PAUSE_NS HZ_NS_PER_SEC
-/* The thread tries its turn again this soon (ns) when a program thread was
- * in the table. */
-#define RETRY_NS 50000
 
 #ifdef HZ_TEST_CORE
 void (*hz_prezero_test_hook)(enum hz_prezero_point point);
@@ -441,7 +438,8 @@ void *hz_pz_main(void *arg)
 		return_kept();
 		hz_cache_budget_refresh(0); /* outside the turn: it reads files */
 		if (!take_turn(hz_prim_now_ns(), &zero, release, &n)) {
-			hz_prim_sleep_ns(RETRY_NS);
+			/* A program thread is in the table: try again soon. */
+			hz_prim_sleep_ns(HZ_PREZERO_POLL_NS);
 			continue;
 		}
 		for (unsigned i = 0; i < n; i++)

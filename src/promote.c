@@ -21,8 +21,8 @@
  * page (on this kind of VM a fresh one faults at about 1 GB/s), copies 2
  * MiB and holds the process's mmap lock for writing while it swaps the
  * page tables, which stalls the program's own faults. So a tick scans at
- * most SCAN_MAX bytes and collapses at most COLLAPSE_MAX pages within
- * TICK_BUDGET_NS, and the interval between ticks doubles (up to
+ * most SCAN_MAX bytes and collapses within TICK_BUDGET_NS and the CPU
+ * share (promote_share.h), and the interval between ticks doubles (up to
  * INTERVAL_MAX_NS) after a collapse that failed for want of memory or
  * because the pages were busy, after a slow one, and after a tick that
  * found nothing to do; a new range or a clean tick of collapses resets it.
@@ -58,7 +58,6 @@
  * takes: larger ranges (above 2 TiB) are not tracked. */
 #define SEG_HP_MAX HZ_PROMOTE_DENSE_MAX
 #define SCAN_MAX ((size_t)1 << 30)     /* 1 GiB of mincore per tick, ~1 ms */
-#define COLLAPSE_MAX 64                /* 128 MiB per tick at most */
 #define TICK_BUDGET_NS 20000000ull     /* 20 ms of collapsing per tick */
 /* 2 MiB in 30 ms of CPU (70 MB/s): reclaim or compaction. On a VM whose
  * host backs fresh memory lazily a collapse costs 5-7 ms of CPU (the new
@@ -364,7 +363,7 @@ static bool collapse_one(struct hz_promote_slot *s, uintptr_t a, struct hz_promo
 		 * thread waits for a CPU far longer than it collapses. */
 		if (cpu > SLOW_COLLAPSE_NS)
 			b->stop = b->backoff = true;
-		if (++b->collapsed >= COLLAPSE_MAX || t0 + ns >= b->until)
+		if (t0 + ns >= b->until)
 			b->stop = true;
 		return !b->stop;
 	}

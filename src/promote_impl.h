@@ -44,7 +44,6 @@ extern struct hz_promote_slot hz_promote_slots[SLOTS];
 struct hz_promote_budget {
 	uint64_t now;
 	size_t scanned;
-	unsigned collapsed;
 	uint64_t until;
 	uint64_t born_by;    /* ranges tracked after this are too young */
 	bool stop;    /* budget spent, or backing off */

@@ -207,8 +207,8 @@ static int thp_check_child(void *arg)
 	start(env);
 	slot = arm(HZ_CALL_MADVISE, 1, EINVAL, true, true, MADV_POPULATE_WRITE);
 	thp_before = hz_stats.blocks[HZ_BACKING_THP];
-	/* 32 MiB: a fresh block gets the THP speed check, which times
-	 * MADV_POPULATE_WRITE of its first huge page. */
+	/* A fresh THP block gets the THP speed check, which times
+	 * MADV_POPULATE_WRITE of a scratch huge page. */
 	p = hz_preload_malloc(32 * MiB);
 	CHECK(p && hz_blocks_owns(p));
 	CHECK(hz_prim_fault_fired(slot) > 0);
@@ -223,7 +223,8 @@ static int thp_check_child(void *arg)
 }
 
 /* The fresh-THP speed check cannot time anything without the advice: the
- * block keeps THP (src/backing.c, check_fresh_thp), never counted slow. */
+ * block keeps THP (src/backing.c, hz_backing_fresh_thp_fast), never
+ * counted slow. */
 static void thp_speed_check_without_madv_populate_write_keeps_thp(void **state)
 {
 	uint64_t *slow = mmap(NULL, sizeof(*slow), PROT_READ | PROT_WRITE,
