@@ -10,7 +10,8 @@
  * class counts frees, hits and misses, and the time from a free to its
  * reuse; a block's stay comes from its class when it enters the cache:
  *  - warm (hits at least a quarter of the frees): STAY_MULT times the
- *    class's free-to-reuse time, at least MIN_STAY_NS, at most the decay;
+ *    class's free-to-reuse time, at least a tick (HZ_STAY_TICK_NS), at
+ *    most the decay;
  *  - cold (no reuse seen yet, or too little): a probe, kept PROBE_NS at
  *    most (cache.c gives probes a small room of their own).
  * A miss in a class that gave a block back unused, and had a free within
@@ -22,12 +23,9 @@
 
 #include "sizes.h"
 
-/* 1 s: a cycling program's first reuse comes within milliseconds (the
- * numpy loop's iteration is about 12 ms); four pre-zero ticks. */
-#define PROBE_NS 1000000000ull
-/* 250 ms: the pre-zero thread's tick, so the shortest stay it enforces
- * while the program is idle. */
-#define MIN_STAY_NS 250000000ull
+/* Four ticks (1 s): a cycling program's first reuse comes within
+ * milliseconds (the numpy loop's iteration is about 12 ms). */
+#define PROBE_NS (4 * HZ_STAY_TICK_NS)
 /* A warm block stays 8 times its class's free-to-reuse time: reuse times
  * vary, and a late one costs a fresh block where an early release saves
  * only idle RSS. A miss that a released block would have served raises
@@ -76,7 +74,7 @@ static uint64_t stay_of(const struct hz_class_reuse *r, uint64_t decay_ns, bool 
 	*probe = !warm(r);
 	if (!*probe) {
 		stay = r->reuse_ns > UINT64_MAX / STAY_MULT ? UINT64_MAX : r->reuse_ns * STAY_MULT;
-		stay = stay < MIN_STAY_NS ? MIN_STAY_NS : stay;
+		stay = stay < HZ_STAY_TICK_NS ? HZ_STAY_TICK_NS : stay;
 	}
 	return stay < decay_ns ? stay : decay_ns;
 }

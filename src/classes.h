@@ -27,6 +27,11 @@
 /* One per bit of a size_t's size. */
 #define HZ_CLASSES 64
 
+/* 250 ms: how often the pre-zero thread wakes to apply the stays decided
+ * here, so the unit of every stay: a stay shorter than a tick is not kept
+ * while the program is idle. */
+#define HZ_STAY_TICK_NS 250000000ull
+
 /* Reuse of a class's blocks. Counts are halved as they grow, so they weigh
  * the recent past. */
 struct hz_class_reuse {

@@ -53,8 +53,6 @@
 #include "stats.h"
 #include "zero.h"
 
-/* How often the idle thread wakes to apply the decay. */
-#define TICK_NS 250000000ull
 /* A cached span idle this long is made reclaimable (lazy_job). 1 s: the
  * recycling benchmarks reuse a block within milliseconds, and the decay
  * gives an unused one back after HUGEZERO_DECAY_MS (5 s by default), so
@@ -384,7 +382,7 @@ static void sleep_until_woken(int seq, uint64_t ns)
 	HZ_PREZERO_HOOK(HZ_PREZERO_AT_SLEEP);
 	__atomic_store_n(&pz_sleeping, 1, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&pz_wake_seq, __ATOMIC_SEQ_CST) == seq)
-		hz_prim_futex_wait(&pz_wake_seq, seq, ns < TICK_NS ? ns : TICK_NS);
+		hz_prim_futex_wait(&pz_wake_seq, seq, ns < HZ_STAY_TICK_NS ? ns : HZ_STAY_TICK_NS);
 	__atomic_store_n(&pz_sleeping, 0, __ATOMIC_RELAXED);
 }
 

@@ -147,7 +147,7 @@ bool hz_prezero_holds_probes(void)
 /* The promoter tracks a range of len since then: the thread starts now when
  * welcome or for a range whose first touches are worth watching, else once
  * the oldest such range has waited the collapse delay. A sleeping thread is
- * woken: at its next tick (TICK_NS, prezero.c, a quarter second) a
+ * woken: at its next tick (HZ_STAY_TICK_NS, classes.h, a quarter second) a
  * sequential writer has long faulted the whole range in. */
 static void start_for_promotion(uint64_t since, size_t len)
 {
