@@ -43,6 +43,7 @@
 #include "classes.h"
 #include "clear/policy.h"
 #include "config.h"
+#include "cpu/relax.h"
 #include "lock.h"
 #include "log.h"
 #include "prim/memory.h"
@@ -107,6 +108,48 @@ void hz_pz_init_cache(void)
 void hz_pz_publish_bytes(void)
 {
 	__atomic_store_n(&hz_stats.cache_bytes, pz_cache.bytes, __ATOMIC_RELAXED);
+}
+
+/* ---- the thread's state, as both sides see it ---- */
+
+/* A program thread waiting for the thread spins this many times, then
+ * sleeps HZ_PREZERO_POLL_NS at a time. */
+#define WAIT_SPINS 1024
+
+bool hz_prezero_wait(int *word, int mask, int want, uint64_t ns)
+{
+	uint64_t deadline = hz_prim_now_ns() + ns;
+	unsigned spins = 0;
+
+	while ((__atomic_load_n(word, __ATOMIC_ACQUIRE) & mask) != want) {
+		if (++spins <= WAIT_SPINS) {
+			hz_cpu_relax();
+			continue;
+		}
+		if (hz_prim_now_ns() > deadline)
+			return false;
+		hz_prim_sleep_ns(HZ_PREZERO_POLL_NS);
+	}
+	return true;
+}
+
+bool hz_prezero_can_help(void)
+{
+	return hz_prezero_mode() == HZ_PREZERO_OPT_THREAD &&
+	       __atomic_load_n(&pz_thread_started, __ATOMIC_ACQUIRE) &&
+	       !__atomic_load_n(&pz_stop, __ATOMIC_ACQUIRE) &&
+	       hz_prim_now_ns() >= __atomic_load_n(&pz_paused_until, __ATOMIC_RELAXED);
+}
+
+enum hz_prezero_opt hz_prezero_mode(void)
+{
+	enum hz_prezero_opt m = hz_cache_policy()->prezero;
+
+	if (m == HZ_PREZERO_OPT_THREAD && (__atomic_load_n(&pz_thread_failed, __ATOMIC_ACQUIRE) ||
+					   __atomic_load_n(&pz_thread_retired, __ATOMIC_ACQUIRE) ||
+					   hz_cache_memory_limited()))
+		return HZ_PREZERO_OPT_SYNC;
+	return m;
 }
 
 /* ---- job slots ---- */

@@ -1,23 +1,19 @@
 /* The program's side of the hand-off with the pre-zero thread: the
  * guard around the table (enter, leave, and putting back what the thread
- * finished), the waits, and claiming the span the thread is zeroing.
- * prezero.c has the protocol and the thread's side. */
+ * finished) and claiming the span the thread is zeroing. prezero.c has
+ * the protocol, the thread's side and the thread's state (its mode, the
+ * bounded wait both sides use). */
 #include "prezero.h"
 
 #include <errno.h>
 
 #include "blocks.h"
 #include "cache.h"
-#include "cpu/relax.h"
 #include "lock.h"
 #include "log.h"
 #include "prezero_impl.h"
 #include "prim/prim.h"
 #include "stats.h"
-
-/* A program thread waiting for the thread spins this many times, then
- * sleeps HZ_PREZERO_POLL_NS at a time. */
-#define WAIT_SPINS 1024
 
 /* Program threads only (the blocks lock); also the table's flush. */
 void hz_prezero_release(struct hz_cache_batch *b)
@@ -27,23 +23,6 @@ void hz_prezero_release(struct hz_cache_batch *b)
 		hz_blocks_release_span(&b->spans[i]);
 	}
 	b->count = 0;
-}
-
-bool hz_prezero_wait(int *word, int mask, int want, uint64_t ns)
-{
-	uint64_t deadline = hz_prim_now_ns() + ns;
-	unsigned spins = 0;
-
-	while ((__atomic_load_n(word, __ATOMIC_ACQUIRE) & mask) != want) {
-		if (++spins <= WAIT_SPINS) {
-			hz_cpu_relax();
-			continue;
-		}
-		if (hz_prim_now_ns() > deadline)
-			return false;
-		hz_prim_sleep_ns(HZ_PREZERO_POLL_NS);
-	}
-	return true;
 }
 
 /* ---- the guard ---- */
@@ -114,25 +93,6 @@ void hz_prezero_leave(void)
 	hz_pz_publish_bytes();
 	__atomic_store_n(&pz_program_in, 0, __ATOMIC_SEQ_CST);
 	hz_unlock(&pz_lock);
-}
-
-bool hz_prezero_can_help(void)
-{
-	return hz_prezero_mode() == HZ_PREZERO_OPT_THREAD &&
-	       __atomic_load_n(&pz_thread_started, __ATOMIC_ACQUIRE) &&
-	       !__atomic_load_n(&pz_stop, __ATOMIC_ACQUIRE) &&
-	       hz_prim_now_ns() >= __atomic_load_n(&pz_paused_until, __ATOMIC_RELAXED);
-}
-
-enum hz_prezero_opt hz_prezero_mode(void)
-{
-	enum hz_prezero_opt m = hz_cache_policy()->prezero;
-
-	if (m == HZ_PREZERO_OPT_THREAD && (__atomic_load_n(&pz_thread_failed, __ATOMIC_ACQUIRE) ||
-					   __atomic_load_n(&pz_thread_retired, __ATOMIC_ACQUIRE) ||
-					   hz_cache_memory_limited()))
-		return HZ_PREZERO_OPT_SYNC;
-	return m;
 }
 
 /* ---- claiming the span being zeroed ---- */
