@@ -15,9 +15,15 @@ struct hz_lock {
 
 #define HZ_LOCK_INIT { PTHREAD_MUTEX_INITIALIZER, 0, false }
 
+/* The slow path, for a lock another thread holds: waits, and counts the
+ * wait and its time (lock_waits, lock_wait_ns in the stats), so that
+ * contention between the program's threads shows in every report. */
+void hz_lock_wait(struct hz_lock *l);
+
 static inline void hz_lock(struct hz_lock *l)
 {
-	pthread_mutex_lock(&l->mutex);
+	if (pthread_mutex_trylock(&l->mutex) != 0)
+		hz_lock_wait(l);
 	__atomic_store_n(&l->owner, pthread_self(), __ATOMIC_RELAXED);
 	__atomic_store_n(&l->owned, true, __ATOMIC_RELEASE);
 }
