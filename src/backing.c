@@ -172,8 +172,8 @@ static int map_hugetlb(enum hz_backing b, uintptr_t start, size_t len)
  * So before a fresh block gets huge pages at first touch (BACKING=thp,
  * LAZY_THP=0, jemalloc's extents, or a size class used densely before),
  * the first such block in FRESH_RATE_NS faults a scratch 2 MiB of each
- * kind and times them; when THP is slower the block gets 4 KiB pages (the
- * promoter can still collapse what the program makes dense). One verdict
+ * kind and times them; when THP is slower the block gets 4 KiB pages for
+ * good (MADV_NOHUGEPAGE; the promoter tracks only lazy blocks). One verdict
  * serves every block (bench/RESULTS.md, "Fewer thresholds": a sample of
  * each large block's own first 2 MiB measured no better). */
 
