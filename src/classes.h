@@ -32,6 +32,13 @@
  * while the program is idle. */
 #define HZ_STAY_TICK_NS 250000000ull
 
+/* 1 s: the longest a program thread waits on the pre-zero thread, for it
+ * to leave its loop (prezero_start.c) or a collapse of a range being
+ * unmapped (promote.c). Both take it microseconds to milliseconds; the
+ * waiter sleeps, so even at idle priority it gets the CPU. Only a thread
+ * that cannot run at all (stopped by a debugger) takes this long. */
+#define HZ_THREAD_STUCK_NS 1000000000ull
+
 /* Reuse of a class's blocks. Counts are halved as they grow, so they weigh
  * the recent past. */
 struct hz_class_reuse {

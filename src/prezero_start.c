@@ -28,6 +28,7 @@
 
 #include <errno.h>
 
+#include "classes.h"
 #include "config.h"
 #include "log.h"
 #include "prezero_impl.h"
@@ -54,11 +55,6 @@ static void start_thread(void)
 	}
 }
 
-/* 1 s: the thread leaves at its next unit or wake-up, microseconds on a
- * free core; the caller sleeps meanwhile, so even at idle priority it gets
- * the CPU. */
-#define STOP_WAIT_NS 1000000000ull
-
 /* Ask the thread to end and wait until it has left its loop: 1 with *tid
  * its kernel id, 0 when none ran, -EBUSY when it did not leave in time. */
 static int leave_loop(int *tid)
@@ -69,7 +65,7 @@ static int leave_loop(int *tid)
 	__atomic_store_n(&pz_stop, 1, __ATOMIC_SEQ_CST);
 	__atomic_add_fetch(&pz_wake_seq, 1, __ATOMIC_SEQ_CST);
 	hz_prim_futex_wake(&pz_wake_seq, 1);
-	if (!hz_prezero_wait(&pz_exited, ~0, 1, STOP_WAIT_NS))
+	if (!hz_prezero_wait(&pz_exited, ~0, 1, HZ_THREAD_STUCK_NS))
 		return -EBUSY; /* it ends later: stop stays set */
 	/* Out of its loop: it runs only the C library's thread exit now. */
 	*tid = __atomic_load_n(&pz_tid, __ATOMIC_ACQUIRE);
@@ -87,7 +83,7 @@ static int leave_loop(int *tid)
 int hz_prezero_stop(void)
 {
 	int tid = 0, ret = leave_loop(&tid);
-	uint64_t deadline = hz_prim_now_ns() + STOP_WAIT_NS;
+	uint64_t deadline = hz_prim_now_ns() + HZ_THREAD_STUCK_NS;
 
 	if (ret != 1 || tid == 0)
 		return ret;

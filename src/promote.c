@@ -20,9 +20,9 @@
  * Limits. mincore reads only page tables; MADV_COLLAPSE allocates a huge
  * page (on this kind of VM a fresh one faults at about 1 GB/s), copies 2
  * MiB and holds the process's mmap lock for writing while it swaps the
- * page tables, which stalls the program's own faults. So a tick scans at
- * most SCAN_MAX bytes and collapses within TICK_BUDGET_NS and the CPU
- * share (promote_share.h), and the interval between ticks doubles (up to
+ * page tables, which stalls the program's own faults. So a tick scans and
+ * collapses within TICK_BUDGET_NS, collapses within the CPU share
+ * (promote_share.h), and the interval between ticks doubles (up to
  * INTERVAL_MAX_NS) after a collapse that failed for want of memory or
  * because the pages were busy, after a slow one, and after a tick that
  * found nothing to do; a new range or a clean tick of collapses resets it.
@@ -57,8 +57,9 @@
 /* 2 MiB pages per segment at most (8 GiB), as many as one density call
  * takes: larger ranges (above 2 TiB) are not tracked. */
 #define SEG_HP_MAX HZ_PROMOTE_DENSE_MAX
-#define SCAN_MAX ((size_t)1 << 30)     /* 1 GiB of mincore per tick, ~1 ms */
-#define TICK_BUDGET_NS 20000000ull     /* 20 ms of collapsing per tick */
+/* 20 ms of scanning and collapsing per tick (mincore reads 1 GiB in about
+ * 1 ms). */
+#define TICK_BUDGET_NS 20000000ull
 /* 2 MiB in 30 ms of CPU (70 MB/s): reclaim or compaction. On a VM whose
  * host backs fresh memory lazily a collapse costs 5-7 ms of CPU (the new
  * huge page is fresh memory, 0.3-0.4 GB/s measured on a 4 GiB table), so
@@ -78,15 +79,6 @@
  * Zen 4 VM, 2026-12-01). A range refused this often is refused as a whole
  * (flags on all of it) and left on 4 KiB pages. */
 #define REFUSED_MAX 2
-/* A forget waits for a collapse in flight to end. MADV_COLLAPSE acts on
- * whatever is mapped at its address when the kernel gets there, so a
- * munmap let through early lets it collapse the program's next mapping at
- * that address: with a 2 ms limit (one 2 MiB collapse took 0.1-2 ms on
- * one VM, up to 6 ms on another), a sparse mapping of four written bytes
- * got a 2 MiB page (test_promote). The forget sleeps, so the promoter at
- * idle priority gets the CPU, and the promoter wakes it; the limit is only
- * for a promoter that cannot run at all (a thread stopped by a debugger). */
-#define FORGET_WAIT_NS 1000000000ull
 
 struct hz_promote_slot hz_promote_slots[SLOTS];
 static int tracked_any;
@@ -187,9 +179,17 @@ static int *futex_of(struct hz_promote_slot *s)
 	return (int *)(void *)&s->word;
 }
 
+/* A forget waits for a collapse in flight to end, at most
+ * HZ_THREAD_STUCK_NS. MADV_COLLAPSE acts on whatever is mapped at its
+ * address when the kernel gets there, so a munmap let through early lets
+ * it collapse the program's next mapping at that address: with a 2 ms
+ * limit (one 2 MiB collapse took 0.1-2 ms on one VM, up to 6 ms on
+ * another), a sparse mapping of four written bytes got a 2 MiB page
+ * (test_promote). The forget sleeps, so the promoter at idle priority gets
+ * the CPU, and the promoter wakes it. */
 static void wait_promoter(struct hz_promote_slot *s, uint32_t dead)
 {
-	uint64_t deadline = hz_prim_now_ns() + FORGET_WAIT_NS, now;
+	uint64_t deadline = hz_prim_now_ns() + HZ_THREAD_STUCK_NS, now;
 
 	while (load_word(s) == dead) {
 		now = hz_prim_now_ns();
@@ -388,7 +388,6 @@ static bool do_segment(struct hz_promote_slot *s, uint32_t i, struct hz_promote_
 								 : s->seg_hp;
 	bool yes;
 
-	b->scanned += n * HZ_SZ_2M;
 	if (hz_promote_dense(seg, n, &yes) != 0) {
 		if (s->kind == HZ_PROMOTE_MMAP)
 			give_up(s, -ENOMEM); /* unmapped behind our back */
@@ -396,7 +395,7 @@ static bool do_segment(struct hz_promote_slot *s, uint32_t i, struct hz_promote_
 	}
 	if (!yes) {
 		s->resume = 0;
-		return b->scanned < SCAN_MAX;
+		return hz_prim_now_ns() < b->until;
 	}
 	for (; s->resume < n; s->resume++) {
 		if (load_word(s) & ST_DEAD)
@@ -409,7 +408,7 @@ static bool do_segment(struct hz_promote_slot *s, uint32_t i, struct hz_promote_
 	}
 	s->seg_done[i / 64] |= 1ull << (i % 64);
 	s->resume = 0;
-	return b->scanned < SCAN_MAX;
+	return hz_prim_now_ns() < b->until;
 }
 
 bool hz_promote_block_still_ours(const struct hz_promote_slot *s)
@@ -523,7 +522,7 @@ static uint64_t collapse_pass(uint64_t now)
 		__atomic_store_n(&next_tick, now + interval, __ATOMIC_RELAXED);
 		return interval;
 	}
-	for (unsigned n = 0; n < SLOTS && !b.stop && b.scanned < SCAN_MAX; n++)
+	for (unsigned n = 0; n < SLOTS && !b.stop && hz_prim_now_ns() < b.until; n++)
 		hz_promote_visit(&hz_promote_slots[rr++ % SLOTS], work_on, &b);
 	if (b.backoff)
 		interval = interval * 2 > INTERVAL_MAX_NS ? INTERVAL_MAX_NS : interval * 2;

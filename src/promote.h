@@ -39,7 +39,7 @@ bool hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind);
 
 /* The program is about to unmap, move or map over [start, start + len):
  * forget every mmap range it touches. If the promoter is collapsing one of
- * them right now, wait for that (at most FORGET_WAIT_NS, promote.c), so
+ * them right now, wait for that (at most HZ_THREAD_STUCK_NS, classes.h), so
  * that no collapse lands on whatever is mapped there next. Lock-free, and
  * a few loads when nothing is tracked. Keeps errno. */
 void hz_promote_forget(uintptr_t start, size_t len);

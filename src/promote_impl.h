@@ -43,7 +43,6 @@ extern struct hz_promote_slot hz_promote_slots[SLOTS];
 /* One pass of the promoter over the slots. */
 struct hz_promote_budget {
 	uint64_t now;
-	size_t scanned;
 	uint64_t until;
 	uint64_t born_by;    /* ranges tracked after this are too young */
 	bool stop;    /* budget spent, or backing off */

@@ -183,13 +183,13 @@ static void add_resident(void *ctx, struct hz_range run, bool resident)
  * it, a program may never have written it), the cached blocks the memory
  * cgroup cannot hold beside what it will charge go first
  * (cache_policy.c): its faults must never meet a limit our cache filled. */
-#define MAKE_ROOM_ROUNDS 100
-#define MAKE_ROOM_WAIT_NS 1000000ull
+#define MAKE_ROOM_NS (100 * HZ_NS_PER_MS)
 
 static void make_room(size_t size, const struct hz_span *reused)
 {
 	struct hz_cache_batch b = { .count = 0 };
 	size_t excess = hz_cache_budget_excess(size, false), resident = 0;
+	uint64_t deadline = excess > 0 ? hz_prim_now_ns() + MAKE_ROOM_NS : 0;
 	struct hz_cache *c;
 
 	/* Tight: count what the reused span holds already (mincore). */
@@ -199,16 +199,16 @@ static void make_room(size_t size, const struct hz_span *reused)
 	/* Rounds: what is dropped may not have been resident, and the thread
 	 * may hold the table or the last span. Going on would fault the block
 	 * in over a cache the cgroup cannot hold beside it, and the kernel
-	 * kills at the limit; so the caller waits for the thread instead, a
-	 * millisecond at a time (the sleep gives it the CPU: it runs at idle
-	 * priority), at most MAKE_ROOM_ROUNDS of them, only under a limit. */
-	for (int round = 0; excess > 0 && round < MAKE_ROOM_ROUNDS; round++) {
+	 * kills at the limit; so the caller waits for the thread instead (the
+	 * sleep gives it the CPU: it runs at idle priority), for at most
+	 * MAKE_ROOM_NS, only under a limit. */
+	while (excess > 0 && hz_prim_now_ns() < deadline) {
 		size_t before, dropped;
 		struct hz_span held;
 
 		c = hz_prezero_enter(&b);
 		if (c == NULL) { /* the thread is in its turn at the table */
-			hz_prim_sleep_ns(MAKE_ROOM_WAIT_NS);
+			hz_prim_sleep_ns(HZ_PREZERO_POLL_NS);
 			continue;
 		}
 		before = c->bytes;
@@ -223,7 +223,7 @@ static void make_room(size_t size, const struct hz_span *reused)
 		}
 		hz_prezero_release(&b);
 		if (dropped == 0) /* the thread is finishing a span: collected next round */
-			hz_prim_sleep_ns(MAKE_ROOM_WAIT_NS);
+			hz_prim_sleep_ns(HZ_PREZERO_POLL_NS);
 		excess = hz_cache_budget_excess(size - (resident < size ? resident : size), true);
 	}
 	hz_prezero_release(&b);

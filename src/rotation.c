@@ -27,9 +27,10 @@
  * hundred cycles, and below it the two medians are within noise. */
 #define WIN_PERCENT 95
 /* Callocs before a won trial is checked again, and after a lost one
- * before the next: doubled each time, up to MAX_WAIT. */
-#define FIRST_RECHECK 256
-#define FIRST_RETRY 64
+ * before the next: doubled each time, up to MAX_WAIT. 256: a check (or a
+ * new trial) costs a fresh spare, 20-35 clears, so at most an eighth of
+ * the callocs pay for one. */
+#define FIRST_WAIT 256
 #define MAX_WAIT 65536
 
 /* A row's state (struct hz_class_rotation's state); WATCHING is 0, the
@@ -96,12 +97,12 @@ static void decide(struct hz_class_rotation *k)
 	uint32_t with = median(k->sample, RUN);
 
 	if ((uint64_t)with * 100 < (uint64_t)k->without * WIN_PERCENT) {
-		k->recheck = doubled(k->recheck, FIRST_RECHECK);
+		k->recheck = doubled(k->recheck, FIRST_WAIT);
 		k->retry = 0;
 		enter(k, ON);
 		return;
 	}
-	k->retry = doubled(k->retry, FIRST_RETRY);
+	k->retry = doubled(k->retry, FIRST_WAIT);
 	k->recheck = 0;
 	hz_stats_add(rotation_lost, 1);
 	enter(k, DROPPING);
@@ -165,7 +166,7 @@ bool hz_rotation_reused_at_once(size_t size)
 {
 	const struct hz_class_rotation *k = class_of(size);
 
-	return k->state == WATCHING && k->at_once >= HZ_ROTATION_AT_ONCE_RUN;
+	return k->state == WATCHING && k->at_once >= RUN;
 }
 
 bool hz_rotation_drops(size_t size)

@@ -49,12 +49,11 @@ void hz_rotation_freed(size_t size, uintptr_t start, uint64_t now);
  * most. The wake made a 64 MiB first-byte cycle 1.1-1.9x slower
  * (bench/RESULTS.md, "The first-byte cycle: the free's wake"). */
 #define HZ_ROTATION_AT_ONCE_NS 20000
-/* Such callocs in a row before a free leaves the thread asleep. */
-#define HZ_ROTATION_AT_ONCE_RUN 8
 
 /* Whether a block of size bytes being freed will be asked for again before
  * the pre-zero thread could clear much of it: the class's last
- * HZ_ROTATION_AT_ONCE_RUN callocs each came right after its free, and it
+ * HZ_ROTATION_RUN callocs (a sample's length, classes.h) each came right
+ * after its free, and it
  * keeps no spare. Waking the thread then only makes the calloc take its
  * clear over; the calloc clears the block alone (or shares a large clear,
  * prezero.h). */

@@ -20,8 +20,7 @@
 #define SIZE (64 * MiB)
 #define RUN 8            /* rotation.c's */
 #define FIRST_RUN 32
-#define FIRST_RECHECK 256
-#define FIRST_RETRY 64
+#define FIRST_WAIT 256
 
 static uint64_t clock_ns = 1000 * MS;
 
@@ -65,7 +64,7 @@ static void a_faster_cycle_keeps_the_spare_until_the_recheck(void **state)
 		calloc_after(4, HZ_ROT_CLEAN); /* 0.8 of 5 ms */
 	assert_int_equal(hz_stats.rotation_trials, trials + 1);
 	assert_int_equal(hz_stats.rotation_lost, lost);
-	for (int i = 0; i < FIRST_RECHECK - 1; i++) {
+	for (int i = 0; i < FIRST_WAIT - 1; i++) {
 		assert_false(hz_rotation_drops(SIZE));
 		calloc_after(4, HZ_ROT_CLEAN);
 	}
@@ -89,8 +88,8 @@ static void a_cycle_no_faster_gives_the_spare_back_and_waits(void **state)
 	assert_int_equal(hz_stats.rotation_lost, lost + 1);
 	assert_true(hz_rotation_drops(SIZE));
 	assert_false(hz_rotation_drops(SIZE));
-	/* The next trial waits FIRST_RETRY callocs, however long the run. */
-	for (int i = 0; i < FIRST_RETRY - 1; i++) {
+	/* The next trial waits FIRST_WAIT callocs, however long the run. */
+	for (int i = 0; i < FIRST_WAIT - 1; i++) {
 		calloc_after(5, HZ_ROT_CLEARS);
 		assert_false(hz_rotation_wants_spare(SIZE));
 	}

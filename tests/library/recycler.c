@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "blocks.h"
+#include "classes.h"
 #include "rotation.h"
 #include "stats.h"
 #include "libc_next.h"
@@ -275,7 +276,7 @@ static void a_cycle_of_a_rounded_up_size_reuses_its_block(void **state)
  * measure (the free's middle to the calloc's pick): at half the window
  * it counts as slow (here 2-3 us at most, under qemu-user 3-9 of 29
  * take 20 us to 1 s). A slow one may break the class's run, and the next
- * HZ_ROTATION_AT_ONCE_RUN frees wake the thread. Those are allowed for;
+ * HZ_ROTATION_RUN frees wake the thread. Those are allowed for;
  * past half the frees the rule cannot be seen, and the test skips. */
 #define FIRST_BYTE_CYCLES 30 /* before the rotation's first trial, 32 */
 #define FIRST_BYTE_LEARN 10
@@ -317,7 +318,7 @@ static void a_first_byte_cycle_leaves_the_thread_asleep(void **state)
 		      "free-to-calloc times were %d us or more\n",
 		      (unsigned long long)skipped, rest, slow, FIRST_BYTE_CYCLES - 1,
 		      SLOW_NS / 1000);
-	expected = rest - 2 - slow * HZ_ROTATION_AT_ONCE_RUN;
+	expected = rest - 2 - slow * HZ_ROTATION_RUN;
 	if (expected < rest / 2) {
 		print_message("skipped: %d free-to-calloc times of %d took %d us or more "
 			      "(a slow or emulated CPU), too many to see the rule\n",
