@@ -25,7 +25,9 @@
  * (promote_share.h), and the interval between ticks doubles (up to
  * INTERVAL_MAX_NS) after a collapse that failed for want of memory or
  * because the pages were busy, after a slow one, and after a tick that
- * found nothing to do; a new range or a clean tick of collapses resets it.
+ * found nothing to do (then no later than a range too young for the last
+ * tick has waited the delay); a new range or a clean tick of collapses
+ * resets it.
  *
  * Age and share. A collapse pays only for memory the program goes on
  * using, and residency does not show use. A range is looked at only once it
@@ -66,9 +68,8 @@
  * a bar of 8 ms backed off after most collapses and the table was 10-15%
  * huge after 6 s; with 30 ms, 15-22%. */
 #define SLOW_COLLAPSE_NS 30000000ull
-#define INTERVAL_MIN_NS 100000000ull   /* 100 ms */
-#define INTERVAL_MAX_NS 8000000000ull  /* 8 s after failures */
-#define INTERVAL_IDLE_NS 2000000000ull /* 2 s when nothing was dense */
+#define INTERVAL_MIN_NS 100000000ull  /* 100 ms */
+#define INTERVAL_MAX_NS 8000000000ull /* 8 s after failures, or idle */
 /* A range whose collapse failed this often for transient reasons is left
  * on 4 KiB pages. */
 #define FAILURES_MAX 8
@@ -423,8 +424,11 @@ static void work_on(struct hz_promote_slot *s, struct hz_promote_budget *b)
 {
 	uint32_t k;
 
-	if (s->since > b->born_by)
+	if (s->since > b->born_by) { /* too young: due once it has waited the delay */
+		if (s->since - b->born_by < b->ripe_in)
+			b->ripe_in = s->since - b->born_by;
 		return;
+	}
 	if (s->kind == HZ_PROMOTE_BLOCK && !hz_promote_block_still_ours(s))
 		return;
 	for (k = 0; k < s->nseg; k++) {
@@ -499,13 +503,21 @@ static void register_atfork(void)
 	pthread_atfork(NULL, NULL, fork_child);
 }
 
+static uint64_t min_ns(uint64_t a, uint64_t b, uint64_t c)
+{
+	uint64_t m = a < b ? a : b;
+
+	return m < c ? m : c;
+}
+
 /* Collapse what is dense, within the tick's budget, when a tick is due.
  * Returns the ns until the next one is due. */
 static uint64_t collapse_pass(uint64_t now)
 {
 	uint64_t delay = hz_config()->collapse_delay_ms * HZ_NS_PER_MS;
 	struct hz_promote_budget b = { .until = now + TICK_BUDGET_NS,
-				       .born_by = now > delay ? now - delay : 0 };
+				       .born_by = now > delay ? now - delay : 0,
+				       .ripe_in = UINT64_MAX };
 	uint64_t due = __atomic_load_n(&next_tick, __ATOMIC_RELAXED);
 
 	if (now < due)
@@ -518,7 +530,7 @@ static uint64_t collapse_pass(uint64_t now)
 		interval = INTERVAL_MIN_NS; /* a new range */
 	if (hz_promote_share_left_ns() == 0) {
 		hz_stats_add(promote_share_waits, 1);
-		interval = hz_promote_share_wait_ns(INTERVAL_MIN_NS, INTERVAL_IDLE_NS);
+		interval = hz_promote_share_wait_ns(INTERVAL_MIN_NS, INTERVAL_MAX_NS);
 		__atomic_store_n(&next_tick, now + interval, __ATOMIC_RELAXED);
 		return interval;
 	}
@@ -526,8 +538,9 @@ static uint64_t collapse_pass(uint64_t now)
 		hz_promote_visit(&hz_promote_slots[rr++ % SLOTS], work_on, &b);
 	if (b.backoff)
 		interval = interval * 2 > INTERVAL_MAX_NS ? INTERVAL_MAX_NS : interval * 2;
-	else if (!b.worked)
-		interval = interval * 2 > INTERVAL_IDLE_NS ? INTERVAL_IDLE_NS : interval * 2;
+	else if (!b.worked) /* nothing dense: back off, but be there when a range ripens */
+		interval = min_ns(interval * 2, INTERVAL_MAX_NS,
+				  b.ripe_in > INTERVAL_MIN_NS ? b.ripe_in : INTERVAL_MIN_NS);
 	else if (b.stop)
 		interval = INTERVAL_MIN_NS / 4; /* more is dense: come back soon */
 	else

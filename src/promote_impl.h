@@ -45,6 +45,7 @@ struct hz_promote_budget {
 	uint64_t now;
 	uint64_t until;
 	uint64_t born_by;    /* ranges tracked after this are too young */
+	uint64_t ripe_in;    /* ns until the first too young one is not */
 	bool stop;    /* budget spent, or backing off */
 	bool backoff; /* a collapse failed for a while or was slow */
 	bool worked;  /* something was collapsed */

@@ -55,10 +55,10 @@ static int zero_dirty(struct hz_span *span, size_t dirty)
 /* Inside the guard, for a calloc that would clear on its critical path:
  * whether it maps the spare of a rotation instead (rotation.h), leaving
  * the guard when it does; either way the calloc is noted. */
-static bool spare_instead(size_t size, uint64_t now)
+static bool spare_instead(size_t size, uint64_t now, enum hz_prezero_opt mode)
 {
 	/* Only a thread clears the span left behind. */
-	if (hz_prezero_mode() != HZ_PREZERO_OPT_THREAD || !hz_rotation_wants_spare(size)) {
+	if (mode != HZ_PREZERO_OPT_THREAD || !hz_rotation_wants_spare(size)) {
 		hz_rotation_served(size, now, HZ_ROT_CLEARS);
 		return false;
 	}
@@ -101,23 +101,25 @@ static void put_back_rest(struct hz_span *span, size_t *dirty, size_t size,
 /* Inside the guard: a calloc of size served by entry i (-1: none) is noted
  * for its rotation. true: it maps the spare instead, and the guard was
  * left (spare_instead). */
-static bool rotation_served(const struct hz_cache *c, size_t size, uint64_t now, int i)
+static bool rotation_served(const struct hz_cache *c, size_t size, uint64_t now, int i,
+			    enum hz_prezero_opt mode)
 {
 	const struct hz_cache_entry *e = i >= 0 ? &c->entries[i] : NULL;
 
 	if (e && !e->clean && hz_rotation_freed_last(size, e->span.range.start))
-		return spare_instead(size, now);
+		return spare_instead(size, now, mode);
 	hz_rotation_served(size, now, e && e->clean ? HZ_ROT_CLEAN : HZ_ROT_OTHER);
 	return false;
 }
 
-/* A span for the request from the table, or the one the thread is zeroing.
- * Returns 0 with it and its dirty bytes from the start, or -ENOENT: none
- * fits, or the guard was refused. */
-static int from_cache(size_t size, size_t align, bool zero, struct hz_cache_batch *b,
-		      struct hz_span *span, size_t *dirty)
+/* A span for the request from the table, or the one the thread is zeroing,
+ * with the pre-zero mode as it stood at the request. Returns 0 with it and
+ * its dirty bytes from the start, or -ENOENT: none fits, or the guard was
+ * refused. */
+static int from_cache(size_t size, size_t align, bool zero, enum hz_prezero_opt mode,
+		      struct hz_cache_batch *b, struct hz_span *span, size_t *dirty)
 {
-	bool dirty_ok = !zero || hz_prezero_mode() != HZ_PREZERO_OPT_OFF;
+	bool dirty_ok = !zero || mode != HZ_PREZERO_OPT_OFF;
 	bool may_claim = true, noted = false, rotation_noted = !zero;
 	struct hz_cache *c;
 	uint64_t now;
@@ -144,7 +146,7 @@ static int from_cache(size_t size, size_t align, bool zero, struct hz_cache_batc
 			if (!noted)
 				hz_cache_note(c, size, now, true, 0, b);
 			noted = true;
-			if (!rotation_noted && spare_instead(size, now))
+			if (!rotation_noted && spare_instead(size, now, mode))
 				return -ENOENT;
 			rotation_noted = true;
 			if (hz_prezero_claim(span, dirty) == 0) { /* leaves the guard */
@@ -158,7 +160,7 @@ static int from_cache(size_t size, size_t align, bool zero, struct hz_cache_batc
 	}
 	if (!noted)
 		hz_cache_note(c, size, now, i >= 0, i >= 0 ? c->entries[i].idle_since : 0, b);
-	if (!rotation_noted && rotation_served(c, size, now, i))
+	if (!rotation_noted && rotation_served(c, size, now, i, mode))
 		return -ENOENT; /* the dirty span stays, for the thread */
 	if (i < 0) {
 		hz_prezero_leave();
@@ -271,7 +273,8 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 	 * MiB class its misses never met that block's frees in the 4-8 MiB
 	 * one, so every free was given back (a 3 MiB calloc + write + free
 	 * cycle faulted a fresh block each time, 8x glibc's time). */
-	ret = from_cache(hz_align_up(size, HZ_GRANULE), align, zero, &b, &span, &dirty);
+	ret = from_cache(hz_align_up(size, HZ_GRANULE), align, zero, hz_prezero_mode(), &b, &span,
+			 &dirty);
 	hz_prezero_release(&b);
 	if (ret != 0) {
 		hz_stats_add(cache_misses, 1);
