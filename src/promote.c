@@ -70,16 +70,14 @@
 #define SLOW_COLLAPSE_NS 30000000ull
 #define INTERVAL_MIN_NS 100000000ull  /* 100 ms */
 #define INTERVAL_MAX_NS 8000000000ull /* 8 s after failures, or idle */
-/* A range whose collapse failed this often for transient reasons is left
- * on 4 KiB pages. */
-#define FAILURES_MAX 8
-/* EINVAL refuses one 2 MiB page, not the range: a page that a VMA
- * boundary cuts. numpy advises MADV_HUGEPAGE on every large array from its
+/* A range whose collapses failed this often is left on 4 KiB pages. A
+ * transient failure (no memory, pages busy) ends the tick and backs off.
+ * EINVAL refuses one 2 MiB page, not the range: a page that a VMA boundary
+ * cuts. numpy advises MADV_HUGEPAGE on every large array from its
  * pointer's next page on, which splits the block's VMA inside its first
  * 2 MiB: that page is refused, the next ones collapse (measured on the
- * Zen 4 VM, 2026-12-01). A range refused this often is refused as a whole
- * (flags on all of it) and left on 4 KiB pages. */
-#define REFUSED_MAX 2
+ * Zen 4 VM, 2026-12-01); so the promoter goes on to the next page. */
+#define FAILURES_MAX 8
 
 struct hz_promote_slot hz_promote_slots[SLOTS];
 static int tracked_any;
@@ -369,12 +367,18 @@ static bool collapse_one(struct hz_promote_slot *s, uintptr_t a, struct hz_promo
 		return !b->stop;
 	}
 	hz_stats_add(promote_failed, 1);
-	if ((ret == -EAGAIN || ret == -ENOMEM || ret == -EBUSY) && ++s->failures < FAILURES_MAX) {
+	if (++s->failures >= FAILURES_MAX) {
+		give_up(s, ret);
+		return false;
+	}
+	if (ret == -EAGAIN || ret == -ENOMEM || ret == -EBUSY) {
 		b->stop = b->backoff = true;
 		return false;
 	}
-	if (ret == -EINVAL && ++s->refused < REFUSED_MAX)
+	if (ret == -EINVAL) {
+		s->refused++;
 		return true; /* this page stays on 4 KiB pages; on to the next */
+	}
 	give_up(s, ret);
 	return false;
 }
