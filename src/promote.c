@@ -24,10 +24,10 @@
  * collapses within TICK_BUDGET_NS, collapses within the CPU share
  * (promote_share.h), and the interval between ticks doubles (up to
  * INTERVAL_MAX_NS) after a collapse that failed for want of memory or
- * because the pages were busy, after a slow one, and after a tick that
- * found nothing to do (then no later than a range too young for the last
- * tick has waited the delay); a new range or a clean tick of collapses
- * resets it.
+ * because the pages were busy and after a slow one, and (up to
+ * INTERVAL_IDLE_NS, and no later than a range too young for the last tick
+ * has waited the delay) after a tick that found nothing to do; a new range
+ * or a clean tick of collapses resets it.
  *
  * Age and share. A collapse pays only for memory the program goes on
  * using, and residency does not show use. A range is looked at only once it
@@ -68,8 +68,12 @@
  * a bar of 8 ms backed off after most collapses and the table was 10-15%
  * huge after 6 s; with 30 ms, 15-22%. */
 #define SLOW_COLLAPSE_NS 30000000ull
-#define INTERVAL_MIN_NS 100000000ull  /* 100 ms */
-#define INTERVAL_MAX_NS 8000000000ull /* 8 s after failures, or idle */
+#define INTERVAL_MIN_NS 100000000ull   /* 100 ms */
+#define INTERVAL_MAX_NS 8000000000ull  /* 8 s after failures */
+/* 2 s when nothing was dense: a range old enough whose pages fill in
+ * later is collapsed within 2 s of being dense (1 s measured; 5.6 s with
+ * 8 s, bench/RESULTS.md, "Six thresholds fewer"). */
+#define INTERVAL_IDLE_NS 2000000000ull
 /* A range whose collapses failed this often is left on 4 KiB pages. A
  * transient failure (no memory, pages busy) ends the tick and backs off.
  * EINVAL refuses one 2 MiB page, not the range: a page that a VMA boundary
@@ -383,6 +387,18 @@ static bool collapse_one(struct hz_promote_slot *s, uintptr_t a, struct hz_promo
 	return false;
 }
 
+/* Whether the tick may scan on. A scan cut short is work left: the tick
+ * stops, and the next comes soon (collapse_pass), not after an idle
+ * tick's back-off; at idle priority the tick's time may have gone waiting
+ * for a CPU. */
+static bool within_budget(struct hz_promote_budget *b)
+{
+	if (hz_prim_now_ns() < b->until)
+		return true;
+	b->stop = true;
+	return false;
+}
+
 /* Segment i of s: collapse it if dense. Returns false when the range or
  * the tick is to stop. */
 static bool do_segment(struct hz_promote_slot *s, uint32_t i, struct hz_promote_budget *b)
@@ -400,7 +416,7 @@ static bool do_segment(struct hz_promote_slot *s, uint32_t i, struct hz_promote_
 	}
 	if (!yes) {
 		s->resume = 0;
-		return hz_prim_now_ns() < b->until;
+		return within_budget(b);
 	}
 	for (; s->resume < n; s->resume++) {
 		if (load_word(s) & ST_DEAD)
@@ -413,7 +429,7 @@ static bool do_segment(struct hz_promote_slot *s, uint32_t i, struct hz_promote_
 	}
 	s->seg_done[i / 64] |= 1ull << (i % 64);
 	s->resume = 0;
-	return hz_prim_now_ns() < b->until;
+	return within_budget(b);
 }
 
 bool hz_promote_block_still_ours(const struct hz_promote_slot *s)
@@ -448,8 +464,10 @@ static void work_on(struct hz_promote_slot *s, struct hz_promote_budget *b)
 	for (k = 0; k < s->nseg; k++)
 		if (!(s->seg_done[k / 64] & (1ull << (k % 64))))
 			return;
-	/* every segment dense, refused pages too */
-	__atomic_store_n(&s->whole, true, __ATOMIC_RELAXED);
+	/* Every segment dense, refused pages too. One refused page is a VMA
+	 * cut (numpy's advice, above); a range refused more is no evidence
+	 * that its class's blocks get huge pages. */
+	__atomic_store_n(&s->whole, s->refused <= 1, __ATOMIC_RELAXED);
 	if (s->refused > 0)
 		hz_stats_add(promote_left_4k, 1);
 	__atomic_store_n(&s->done, true, __ATOMIC_RELAXED);
@@ -534,19 +552,19 @@ static uint64_t collapse_pass(uint64_t now)
 		interval = INTERVAL_MIN_NS; /* a new range */
 	if (hz_promote_share_left_ns() == 0) {
 		hz_stats_add(promote_share_waits, 1);
-		interval = hz_promote_share_wait_ns(INTERVAL_MIN_NS, INTERVAL_MAX_NS);
+		interval = hz_promote_share_wait_ns(INTERVAL_MIN_NS, INTERVAL_IDLE_NS);
 		__atomic_store_n(&next_tick, now + interval, __ATOMIC_RELAXED);
 		return interval;
 	}
-	for (unsigned n = 0; n < SLOTS && !b.stop && hz_prim_now_ns() < b.until; n++)
+	for (unsigned n = 0; n < SLOTS && !b.stop && within_budget(&b); n++)
 		hz_promote_visit(&hz_promote_slots[rr++ % SLOTS], work_on, &b);
 	if (b.backoff)
 		interval = interval * 2 > INTERVAL_MAX_NS ? INTERVAL_MAX_NS : interval * 2;
-	else if (!b.worked) /* nothing dense: back off, but be there when a range ripens */
-		interval = min_ns(interval * 2, INTERVAL_MAX_NS,
-				  b.ripe_in > INTERVAL_MIN_NS ? b.ripe_in : INTERVAL_MIN_NS);
 	else if (b.stop)
-		interval = INTERVAL_MIN_NS / 4; /* more is dense: come back soon */
+		interval = INTERVAL_MIN_NS / 4; /* more to scan or collapse: come back soon */
+	else if (!b.worked) /* nothing dense: back off, but be there when a range ripens */
+		interval = min_ns(interval * 2, INTERVAL_IDLE_NS,
+				  b.ripe_in > INTERVAL_MIN_NS ? b.ripe_in : INTERVAL_MIN_NS);
 	else
 		interval = INTERVAL_MIN_NS;
 	now = hz_prim_now_ns();

@@ -185,6 +185,9 @@ static void add_resident(void *ctx, struct hz_range run, bool resident)
  * it, a program may never have written it), the cached blocks the memory
  * cgroup cannot hold beside what it will charge go first
  * (cache_policy.c): its faults must never meet a limit our cache filled. */
+/* 100 ms: the thread gives a span back within a unit's clear (a few ms on
+ * a free core); a starved one may hold it longer, and the caller then goes
+ * on rather than stall (the thread's own tick drops what no longer fits). */
 #define MAKE_ROOM_NS (100 * HZ_NS_PER_MS)
 
 static void make_room(size_t size, const struct hz_span *reused)
@@ -224,8 +227,10 @@ static void make_room(size_t size, const struct hz_span *reused)
 			dropped = hz_span_bytes(&held);
 		}
 		hz_prezero_release(&b);
-		if (dropped == 0) /* the thread is finishing a span: collected next round */
+		if (dropped == 0) { /* the thread is finishing a span: collected next round */
 			hz_prim_sleep_ns(HZ_PREZERO_POLL_NS);
+			continue; /* the cgroup is read again only after a drop (25-90 us) */
+		}
 		excess = hz_cache_budget_excess(size - (resident < size ? resident : size), true);
 	}
 	hz_prezero_release(&b);

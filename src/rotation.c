@@ -28,8 +28,8 @@
 #define WIN_PERCENT 95
 /* Callocs before a won trial is checked again, and after a lost one
  * before the next: doubled each time, up to MAX_WAIT. 256: a check (or a
- * new trial) costs a fresh spare, 20-35 clears, so at most an eighth of
- * the callocs pay for one. */
+ * new trial) costs a fresh spare, 20-35 clears, so it adds at most 14% to
+ * the first 256 callocs and half as much to each later wait. */
 #define FIRST_WAIT 256
 #define MAX_WAIT 65536
 

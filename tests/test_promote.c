@@ -288,7 +288,7 @@ static void program_nohugepage_range_is_never_collapsed(void **state)
 		usleep(100000);
 	}
 	assert_int_equal(huge_kb(p, len), 0);
-	assert_true(hz_stats.promote_left_4k > left); /* refused, and given up */
+	assert_true(hz_stats.promote_left_4k > left); /* refused, and left on 4 KiB pages */
 	hz_promote_forget((uintptr_t)p, len);
 	munmap(p, len);
 }
