@@ -387,16 +387,14 @@ static bool collapse_one(struct hz_promote_slot *s, uintptr_t a, struct hz_promo
 	return false;
 }
 
-/* Whether the tick may scan on. A scan cut short is work left: the tick
- * stops, and the next comes soon (collapse_pass), not after an idle
- * tick's back-off; at idle priority the tick's time may have gone waiting
- * for a CPU. */
-static bool within_budget(struct hz_promote_budget *b)
+/* Whether the tick may scan on. A scan the time cuts short goes on from
+ * the next slot at the next tick (rr), after the back-off of a tick that
+ * collapsed nothing, as with a byte limit: coming back soon instead would
+ * keep the promoter scanning a program's large sparse ranges, each tick
+ * its whole budget. */
+static bool within_budget(const struct hz_promote_budget *b)
 {
-	if (hz_prim_now_ns() < b->until)
-		return true;
-	b->stop = true;
-	return false;
+	return hz_prim_now_ns() < b->until;
 }
 
 /* Segment i of s: collapse it if dense. Returns false when the range or
@@ -560,11 +558,11 @@ static uint64_t collapse_pass(uint64_t now)
 		hz_promote_visit(&hz_promote_slots[rr++ % SLOTS], work_on, &b);
 	if (b.backoff)
 		interval = interval * 2 > INTERVAL_MAX_NS ? INTERVAL_MAX_NS : interval * 2;
-	else if (b.stop)
-		interval = INTERVAL_MIN_NS / 4; /* more to scan or collapse: come back soon */
 	else if (!b.worked) /* nothing dense: back off, but be there when a range ripens */
 		interval = min_ns(interval * 2, INTERVAL_IDLE_NS,
 				  b.ripe_in > INTERVAL_MIN_NS ? b.ripe_in : INTERVAL_MIN_NS);
+	else if (b.stop)
+		interval = INTERVAL_MIN_NS / 4; /* more is dense: come back soon */
 	else
 		interval = INTERVAL_MIN_NS;
 	now = hz_prim_now_ns();
