@@ -52,17 +52,14 @@ static int zero_dirty(struct hz_span *span, size_t dirty)
 	return 0;
 }
 
-/* Inside the guard, for a calloc that would clear on its critical path:
- * whether it maps the spare of a rotation instead (rotation.h), leaving
- * the guard when it does; either way the calloc is noted. */
-static bool spare_instead(size_t size, uint64_t now, enum hz_prezero_opt mode)
+/* Inside the guard: a calloc of size, served so, is noted for its
+ * rotation (rotation.h). true: it maps the spare instead, and the guard
+ * was left. */
+static bool spare_instead(size_t size, uint64_t now, enum hz_rotation_served how,
+			  enum hz_prezero_opt mode)
 {
-	/* Only a thread clears the span left behind. */
-	if (mode != HZ_PREZERO_OPT_THREAD || !hz_rotation_wants_spare(size)) {
-		hz_rotation_served(size, now, HZ_ROT_CLEARS);
+	if (!hz_rotation_calloc(size, now, how, mode == HZ_PREZERO_OPT_THREAD))
 		return false;
-	}
-	hz_rotation_served(size, now, HZ_ROT_OTHER);
 	hz_prezero_leave();
 	return true;
 }
@@ -98,18 +95,18 @@ static void put_back_rest(struct hz_span *span, size_t *dirty, size_t size,
 	hz_prezero_leave();
 }
 
-/* Inside the guard: a calloc of size served by entry i (-1: none) is noted
- * for its rotation. true: it maps the spare instead, and the guard was
- * left (spare_instead). */
-static bool rotation_served(const struct hz_cache *c, size_t size, uint64_t now, int i,
-			    enum hz_prezero_opt mode)
+/* How a calloc of size served by entry i (-1: none) counts for its
+ * rotation: a dirty span is a clear on its critical path when it is the
+ * block its class freed last, as in a tight cycle. */
+static enum hz_rotation_served served_by(const struct hz_cache *c, size_t size, int i)
 {
 	const struct hz_cache_entry *e = i >= 0 ? &c->entries[i] : NULL;
 
-	if (e && !e->clean && hz_rotation_freed_last(size, e->span.range.start))
-		return spare_instead(size, now, mode);
-	hz_rotation_served(size, now, e && e->clean ? HZ_ROT_CLEAN : HZ_ROT_OTHER);
-	return false;
+	if (!e)
+		return HZ_ROT_OTHER;
+	if (e->clean)
+		return HZ_ROT_CLEAN;
+	return hz_rotation_freed_last(size, e->span.range.start) ? HZ_ROT_CLEARS : HZ_ROT_OTHER;
 }
 
 /* A span for the request from the table, or the one the thread is zeroing,
@@ -146,7 +143,7 @@ static int from_cache(size_t size, size_t align, bool zero, enum hz_prezero_opt 
 			if (!noted)
 				hz_cache_note(c, size, now, true, 0, b);
 			noted = true;
-			if (!rotation_noted && spare_instead(size, now, mode))
+			if (!rotation_noted && spare_instead(size, now, HZ_ROT_CLEARS, mode))
 				return -ENOENT;
 			rotation_noted = true;
 			if (hz_prezero_claim(span, dirty) == 0) { /* leaves the guard */
@@ -160,7 +157,7 @@ static int from_cache(size_t size, size_t align, bool zero, enum hz_prezero_opt 
 	}
 	if (!noted)
 		hz_cache_note(c, size, now, i >= 0, i >= 0 ? c->entries[i].idle_since : 0, b);
-	if (!rotation_noted && rotation_served(c, size, now, i, mode))
+	if (!rotation_noted && spare_instead(size, now, served_by(c, size, i), mode))
 		return -ENOENT; /* the dirty span stays, for the thread */
 	if (i < 0) {
 		hz_prezero_leave();
@@ -350,7 +347,8 @@ void hz_recycle_free(void *p)
 	const struct hz_cache_policy *policy = hz_cache_policy();
 	struct hz_cache_batch b = { .count = 0 };
 	struct hz_cache_entry e = { .clean = false };
-	bool thread = hz_prezero_mode() == HZ_PREZERO_OPT_THREAD, warm, at_once, wake;
+	bool thread = hz_prezero_mode() == HZ_PREZERO_OPT_THREAD, warm, wake;
+	enum hz_rotation_free rotation;
 	struct hz_cache *c;
 
 	hz_blocks_retire(p, &e.span);
@@ -372,8 +370,8 @@ void hz_recycle_free(void *p)
 		hz_blocks_release_span(&e.span);
 		return;
 	}
-	hz_rotation_freed(hz_span_bytes(&e.span), e.span.range.start, hz_prim_now_ns());
-	if (hz_rotation_drops(hz_span_bytes(&e.span))) { /* a spare goes */
+	rotation = hz_rotation_freed(hz_span_bytes(&e.span), e.span.range.start, hz_prim_now_ns());
+	if (rotation == HZ_ROT_FREE_DROP) { /* a spare goes */
 		hz_cache_batch_put(c, &b, &e.span);
 		hz_prezero_leave();
 		hz_prezero_release(&b);
@@ -385,14 +383,15 @@ void hz_recycle_free(void *p)
 	 * is kept, and the thread starts for it (prezero_start.c). */
 	hz_cache_put(c, e, &b);
 	warm = hz_cache_class_warm(c, hz_span_bytes(&e.span));
-	at_once = hz_rotation_reused_at_once(hz_span_bytes(&e.span));
 	hz_prezero_leave();
 	note_use_of_released(&b, &e.span);
 	hz_prezero_release(&b);
 	wake = thread && !e.clean && (warm || hz_prezero_welcome());
-	if (wake && at_once) /* its calloc comes first: the thread sleeps on */
+	if (wake && rotation == HZ_ROT_FREE_AT_ONCE) { /* its calloc comes first */
 		hz_stats_add(wakes_skipped, 1);
-	if (wake && !at_once)
+		wake = false;
+	}
+	if (wake)
 		hz_prezero_wake();
 	else
 		hz_prezero_poke();

@@ -76,10 +76,9 @@ static void enter(struct hz_class_rotation *k, enum state s)
 	k->cycles = 0;
 }
 
-bool hz_rotation_wants_spare(size_t size)
+/* A calloc that would clear: whether its class starts a trial with it. */
+static bool wants_spare(struct hz_class_rotation *k)
 {
-	struct hz_class_rotation *k = class_of(size);
-
 	if (k->state != WATCHING || k->n < RUN || k->run < (k->tried ? RUN : FIRST_RUN) ||
 	    k->cycles < k->retry)
 		return false;
@@ -108,9 +107,8 @@ static void decide(struct hz_class_rotation *k)
 	enter(k, DROPPING);
 }
 
-void hz_rotation_served(size_t size, uint64_t now, enum hz_rotation_served how)
+static void served(struct hz_class_rotation *k, uint64_t now, enum hz_rotation_served how)
 {
-	struct hz_class_rotation *k = class_of(size);
 	uint64_t period = k->last != 0 && now > k->last ? (now - k->last) / 1000 : 0;
 	bool at_once = k->freed_at > k->last && now - k->freed_at < HZ_ROTATION_AT_ONCE_NS;
 
@@ -154,29 +152,27 @@ void hz_rotation_served(size_t size, uint64_t now, enum hz_rotation_served how)
 	}
 }
 
-void hz_rotation_freed(size_t size, uintptr_t start, uint64_t now)
+bool hz_rotation_calloc(size_t size, uint64_t now, enum hz_rotation_served how, bool thread)
+{
+	struct hz_class_rotation *k = class_of(size);
+	/* Only a thread clears the span left behind. */
+	bool spare = how == HZ_ROT_CLEARS && thread && wants_spare(k);
+
+	served(k, now, spare ? HZ_ROT_OTHER : how);
+	return spare;
+}
+
+enum hz_rotation_free hz_rotation_freed(size_t size, uintptr_t start, uint64_t now)
 {
 	struct hz_class_rotation *k = class_of(size);
 
 	k->freed = start;
 	k->freed_at = now;
-}
-
-bool hz_rotation_reused_at_once(size_t size)
-{
-	const struct hz_class_rotation *k = class_of(size);
-
-	return k->state == WATCHING && k->at_once >= RUN;
-}
-
-bool hz_rotation_drops(size_t size)
-{
-	struct hz_class_rotation *k = class_of(size);
-
-	if (k->state != DROPPING)
-		return false;
-	enter(k, WATCHING);
-	return true;
+	if (k->state == DROPPING) {
+		enter(k, WATCHING);
+		return HZ_ROT_FREE_DROP;
+	}
+	return k->state == WATCHING && k->at_once >= RUN ? HZ_ROT_FREE_AT_ONCE : HZ_ROT_FREE_KEEP;
 }
 
 bool hz_rotation_freed_last(size_t size, uintptr_t start)

@@ -13,8 +13,9 @@
  * that before it, decides whether the spare stays (rotation.c says by how
  * much). A lost trial gives the spare back at the class's next free; a won
  * one is checked again, without the spare, after twice as many callocs
- * each time. Every call is made inside the cache's guard (prezero.h),
- * which serialises them; calloc's only. */
+ * each time. Only callocs count. A calloc makes one call
+ * (hz_rotation_calloc) and a free one (hz_rotation_freed), inside the
+ * cache's guard (prezero.h), which serialises them. */
 #ifndef HZ_ROTATION_H
 #define HZ_ROTATION_H
 
@@ -30,16 +31,11 @@ enum hz_rotation_served {
 	HZ_ROT_OTHER,  /* a fresh block, the spare among them */
 };
 
-/* A calloc of size bytes that would clear on its critical path (a dirty
- * span, or the one being zeroed): true when it should map a fresh block,
- * the spare, instead, and leave the span to the thread. */
-bool hz_rotation_wants_spare(size_t size);
-
-/* A calloc of size bytes at now (ns) was served so. */
-void hz_rotation_served(size_t size, uint64_t now, enum hz_rotation_served how);
-
-/* A block of size bytes at start is being freed, at now (ns). */
-void hz_rotation_freed(size_t size, uintptr_t start, uint64_t now);
+/* A calloc of size bytes at now (ns), served so. One that would clear on
+ * its critical path (HZ_ROT_CLEARS) while the pre-zero thread runs
+ * (thread) may be told to map a fresh block, the spare, instead: true, and
+ * the span is left to the thread. */
+bool hz_rotation_calloc(size_t size, uint64_t now, enum hz_rotation_served how, bool thread);
 
 /* A calloc this soon (ns) after its class's free comes before a woken
  * pre-zero thread could clear much of the block. Measured on the 8 MiB-L3
@@ -50,18 +46,24 @@ void hz_rotation_freed(size_t size, uintptr_t start, uint64_t now);
  * (bench/RESULTS.md, "The first-byte cycle: the free's wake"). */
 #define HZ_ROTATION_AT_ONCE_NS 20000
 
-/* Whether a block of size bytes being freed will be asked for again before
- * the pre-zero thread could clear much of it: the class's last
- * HZ_ROTATION_RUN callocs (a sample's length, classes.h) each came right
- * after its free, and it
- * keeps no spare. Waking the thread then only makes the calloc take its
- * clear over; the calloc clears the block alone (or shares a large clear,
- * prezero.h). */
-bool hz_rotation_reused_at_once(size_t size);
+/* What the free of a block is to do, by its class's rotation. */
+enum hz_rotation_free {
+	HZ_ROT_FREE_KEEP,    /* keep it, for the thread to clear */
+	HZ_ROT_FREE_AT_ONCE, /* keep it and leave the thread asleep: the
+			      * class keeps no spare, and each of its last
+			      * HZ_ROTATION_RUN callocs (a sample's length,
+			      * classes.h) came within HZ_ROTATION_AT_ONCE_NS
+			      * of its free. A wake would only make the calloc
+			      * take the clear over; the calloc clears the
+			      * block alone (or shares a large clear,
+			      * prezero.h). */
+	HZ_ROT_FREE_DROP,    /* release it: the class gives its spare back,
+			      * once */
+};
 
-/* Whether the block of size bytes being freed is to be released, not
- * cached: true once, when its class gives its spare back. */
-bool hz_rotation_drops(size_t size);
+/* A block of size bytes at start is being freed, at now (ns): what to do
+ * with it. */
+enum hz_rotation_free hz_rotation_freed(size_t size, uintptr_t start, uint64_t now);
 
 /* Whether the span at start is the block of size bytes freed last of its
  * class: a calloc served it dirty right after its free, as in a tight

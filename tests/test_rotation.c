@@ -24,23 +24,27 @@
 
 static uint64_t clock_ns = 1000 * MS;
 
-/* One calloc of SIZE, period ms after the last, served so. */
-static void calloc_after(unsigned period_ms, enum hz_rotation_served how)
+/* One calloc of SIZE, period ms after the last, served so, with the
+ * pre-zero thread running: whether it is to map the spare instead. */
+static bool calloc_after(unsigned period_ms, enum hz_rotation_served how)
 {
 	clock_ns += period_ms * MS;
-	hz_rotation_served(SIZE, clock_ns, how);
+	return hz_rotation_calloc(SIZE, clock_ns, how, true);
+}
+
+/* A free of SIZE's last block, now: what the rotation makes of it. */
+static enum hz_rotation_free free_now(void)
+{
+	return hz_rotation_freed(SIZE, 0x40000000, clock_ns);
 }
 
 /* Callocs that cleared, 5 ms apart, as many as a trial waits for (the
- * class's first, or a later one), and the spare the next one asks. */
+ * class's first, or a later one), and the next, which maps the spare. */
 static void start_trial(bool first)
 {
-	for (int i = 0; i < (first ? FIRST_RUN : RUN); i++) {
-		assert_false(hz_rotation_wants_spare(SIZE));
-		calloc_after(5, HZ_ROT_CLEARS);
-	}
-	assert_true(hz_rotation_wants_spare(SIZE));
-	calloc_after(5, HZ_ROT_OTHER); /* the spare itself */
+	for (int i = 0; i < (first ? FIRST_RUN : RUN); i++)
+		assert_false(calloc_after(5, HZ_ROT_CLEARS));
+	assert_true(calloc_after(5, HZ_ROT_CLEARS)); /* the spare itself */
 	calloc_after(40, HZ_ROT_CLEAN); /* holds the spare's faults: not sampled */
 }
 
@@ -65,13 +69,13 @@ static void a_faster_cycle_keeps_the_spare_until_the_recheck(void **state)
 	assert_int_equal(hz_stats.rotation_trials, trials + 1);
 	assert_int_equal(hz_stats.rotation_lost, lost);
 	for (int i = 0; i < FIRST_WAIT - 1; i++) {
-		assert_false(hz_rotation_drops(SIZE));
+		assert_int_equal(free_now(), HZ_ROT_FREE_KEEP);
 		calloc_after(4, HZ_ROT_CLEAN);
 	}
 	/* The recheck: the spare goes at the next free, once. */
 	calloc_after(4, HZ_ROT_CLEAN);
-	assert_true(hz_rotation_drops(SIZE));
-	assert_false(hz_rotation_drops(SIZE));
+	assert_int_equal(free_now(), HZ_ROT_FREE_DROP);
+	assert_int_equal(free_now(), HZ_ROT_FREE_KEEP);
 	/* A new trial follows the next run of RUN at once. */
 	start_trial(false);
 	assert_int_equal(hz_stats.rotation_trials, trials + 2);
@@ -86,72 +90,70 @@ static void a_cycle_no_faster_gives_the_spare_back_and_waits(void **state)
 	for (int i = 0; i < RUN; i++)
 		calloc_after(i % 2 ? 5 : 4, HZ_ROT_CLEAN); /* median 5: not 5% faster */
 	assert_int_equal(hz_stats.rotation_lost, lost + 1);
-	assert_true(hz_rotation_drops(SIZE));
-	assert_false(hz_rotation_drops(SIZE));
+	assert_int_equal(free_now(), HZ_ROT_FREE_DROP);
+	assert_int_equal(free_now(), HZ_ROT_FREE_KEEP);
 	/* The next trial waits FIRST_WAIT callocs, however long the run. */
-	for (int i = 0; i < FIRST_WAIT - 1; i++) {
-		calloc_after(5, HZ_ROT_CLEARS);
-		assert_false(hz_rotation_wants_spare(SIZE));
-	}
-	calloc_after(5, HZ_ROT_CLEARS);
-	assert_true(hz_rotation_wants_spare(SIZE));
+	for (int i = 0; i < FIRST_WAIT; i++)
+		assert_false(calloc_after(5, HZ_ROT_CLEARS));
+	assert_true(calloc_after(5, HZ_ROT_CLEARS));
 }
 
 static void a_broken_run_and_other_classes_start_no_trial(void **state)
 {
 	(void)state;
-	for (int i = 0; i < 3 * FIRST_RUN; i++) {
-		calloc_after(5, i % FIRST_RUN == FIRST_RUN - 1 ? HZ_ROT_OTHER : HZ_ROT_CLEARS);
-		assert_false(hz_rotation_wants_spare(SIZE));
-	}
-	for (int i = 0; i < FIRST_RUN - 1; i++) {
-		calloc_after(5, HZ_ROT_CLEARS);
-		assert_false(hz_rotation_wants_spare(SIZE));
-	}
+	for (int i = 0; i < 3 * FIRST_RUN; i++)
+		assert_false(calloc_after(5, i % FIRST_RUN == FIRST_RUN - 1 ? HZ_ROT_OTHER
+									     : HZ_ROT_CLEARS));
+	for (int i = 0; i < FIRST_RUN; i++)
+		assert_false(calloc_after(5, HZ_ROT_CLEARS));
 	/* A class of its own: 8 MiB's has seen nothing. */
-	assert_false(hz_rotation_wants_spare(8 * MiB));
-	calloc_after(5, HZ_ROT_CLEARS);
-	assert_true(hz_rotation_wants_spare(SIZE));
+	assert_false(hz_rotation_calloc(8 * MiB, clock_ns, HZ_ROT_CLEARS, true));
+	/* Without the thread nobody would clear the span left behind. */
+	clock_ns += 5 * MS;
+	assert_false(hz_rotation_calloc(SIZE, clock_ns, HZ_ROT_CLEARS, false));
+	assert_true(calloc_after(5, HZ_ROT_CLEARS));
 }
 
 static void the_last_free_of_a_class_is_known(void **state)
 {
 	(void)state;
-	hz_rotation_freed(SIZE, 0x40000000, clock_ns);
-	assert_false(hz_rotation_drops(SIZE)); /* watching: nothing to give back */
+	assert_int_equal(free_now(), HZ_ROT_FREE_KEEP); /* watching: nothing to give back */
 	assert_true(hz_rotation_freed_last(SIZE, 0x40000000));
 	assert_true(hz_rotation_freed_last(SIZE + MiB, 0x40000000)); /* the same class */
 	assert_false(hz_rotation_freed_last(SIZE, 0x48000000));
 	assert_false(hz_rotation_freed_last(8 * MiB, 0x40000000));
 }
 
-/* A free of SIZE, then its class's calloc after_us later. */
-static void free_then_calloc(unsigned after_us)
+/* A free of SIZE, then its class's calloc after_us later: what the
+ * rotation made of the free. */
+static enum hz_rotation_free free_then_calloc(unsigned after_us)
 {
+	enum hz_rotation_free verdict;
+
 	clock_ns += 1000 * 1000ull; /* the program's write: 1 ms */
-	hz_rotation_freed(SIZE, 0x40000000, clock_ns);
+	verdict = free_now();
 	clock_ns += after_us * 1000ull;
-	hz_rotation_served(SIZE, clock_ns, HZ_ROT_CLEARS);
+	hz_rotation_calloc(SIZE, clock_ns, HZ_ROT_CLEARS, true);
+	return verdict;
 }
 
 static void callocs_right_after_their_frees_leave_the_thread_asleep(void **state)
 {
 	(void)state;
-	for (int i = 0; i < RUN; i++) {
-		assert_false(hz_rotation_reused_at_once(SIZE));
-		free_then_calloc(3);
-	}
-	assert_true(hz_rotation_reused_at_once(SIZE));
-	assert_false(hz_rotation_reused_at_once(8 * MiB)); /* a class of its own */
-	/* 100 us after the free: the thread could have cleared 2 MiB. */
-	free_then_calloc(100);
-	assert_false(hz_rotation_reused_at_once(SIZE));
 	for (int i = 0; i < RUN; i++)
-		free_then_calloc(19);
-	assert_true(hz_rotation_reused_at_once(SIZE));
+		assert_int_equal(free_then_calloc(3), HZ_ROT_FREE_KEEP);
+	/* RUN callocs came right after their frees: the next free lets the
+	 * thread sleep. Its calloc comes 100 us later, when the thread could
+	 * have cleared 2 MiB. */
+	assert_int_equal(free_then_calloc(100), HZ_ROT_FREE_AT_ONCE);
+	assert_int_equal(hz_rotation_freed(8 * MiB, 0x50000000, clock_ns),
+			 HZ_ROT_FREE_KEEP); /* a class of its own */
+	for (int i = 0; i < RUN; i++)
+		assert_int_equal(free_then_calloc(19), HZ_ROT_FREE_KEEP);
+	assert_int_equal(free_then_calloc(19), HZ_ROT_FREE_AT_ONCE);
 	/* A calloc with no free of its class since the last one. */
 	calloc_after(1, HZ_ROT_CLEARS);
-	assert_false(hz_rotation_reused_at_once(SIZE));
+	assert_int_equal(free_now(), HZ_ROT_FREE_KEEP);
 }
 
 static void a_class_trying_a_spare_wakes_the_thread(void **state)
@@ -160,10 +162,8 @@ static void a_class_trying_a_spare_wakes_the_thread(void **state)
 	start_trial(true);
 	/* The spare's cycle: the thread clears the block freed while the
 	 * program writes the other, however soon the next calloc comes. */
-	for (int i = 0; i < 2 * RUN; i++) {
-		free_then_calloc(3);
-		assert_false(hz_rotation_reused_at_once(SIZE));
-	}
+	for (int i = 0; i < 2 * RUN; i++)
+		assert_int_equal(free_then_calloc(3), HZ_ROT_FREE_KEEP);
 }
 
 /* calloc, write all, free, as a program's tight loop: every block the

@@ -265,7 +265,7 @@ static void a_cycle_of_a_rounded_up_size_reuses_its_block(void **state)
  * single-threaded one's do only once its class shows reuse). The thread
  * woken at each free came too late to clear anything, and the wake cost
  * the cycle more than the calloc's own clear of the page. Once the
- * class's callocs come right after its frees (hz_rotation_reused_at_once),
+ * class's callocs come right after its frees (HZ_ROT_FREE_AT_ONCE, rotation.h),
  * a free leaves the thread asleep: after the first FIRST_BYTE_LEARN
  * cycles, all but 2 of the rest.
  *
