@@ -52,13 +52,13 @@ static int zero_dirty(struct hz_span *span, size_t dirty)
 	return 0;
 }
 
-/* Inside the guard: a calloc of size, served so, is noted for its
- * rotation (rotation.h). true: it maps the spare instead, and the guard
- * was left. */
-static bool spare_instead(size_t size, uint64_t now, enum hz_rotation_served how,
+/* Inside the guard: a calloc of size, served so (by the dirty span at
+ * start, for HZ_ROT_DIRTY), is noted for its rotation (rotation.h). true:
+ * it maps the spare instead, and the guard was left. */
+static bool spare_instead(size_t size, uint64_t now, enum hz_rotation_served how, uintptr_t start,
 			  enum hz_prezero_opt mode)
 {
-	if (!hz_rotation_calloc(size, now, how, mode == HZ_PREZERO_OPT_THREAD))
+	if (!hz_rotation_calloc(size, now, how, start, mode == HZ_PREZERO_OPT_THREAD))
 		return false;
 	hz_prezero_leave();
 	return true;
@@ -95,18 +95,12 @@ static void put_back_rest(struct hz_span *span, size_t *dirty, size_t size,
 	hz_prezero_leave();
 }
 
-/* How a calloc of size served by entry i (-1: none) counts for its
- * rotation: a dirty span is a clear on its critical path when it is the
- * block its class freed last, as in a tight cycle. */
-static enum hz_rotation_served served_by(const struct hz_cache *c, size_t size, int i)
+/* How a calloc served by entry i (-1: none, a fresh block) is noted. */
+static enum hz_rotation_served served_by(const struct hz_cache *c, int i)
 {
-	const struct hz_cache_entry *e = i >= 0 ? &c->entries[i] : NULL;
-
-	if (!e)
+	if (i < 0)
 		return HZ_ROT_OTHER;
-	if (e->clean)
-		return HZ_ROT_CLEAN;
-	return hz_rotation_freed_last(size, e->span.range.start) ? HZ_ROT_CLEARS : HZ_ROT_OTHER;
+	return c->entries[i].clean ? HZ_ROT_CLEAN : HZ_ROT_DIRTY;
 }
 
 /* A span for the request from the table, or the one the thread is zeroing,
@@ -143,7 +137,7 @@ static int from_cache(size_t size, size_t align, bool zero, enum hz_prezero_opt 
 			if (!noted)
 				hz_cache_note(c, size, now, true, 0, b);
 			noted = true;
-			if (!rotation_noted && spare_instead(size, now, HZ_ROT_CLEARS, mode))
+			if (!rotation_noted && spare_instead(size, now, HZ_ROT_CLEARS, 0, mode))
 				return -ENOENT;
 			rotation_noted = true;
 			if (hz_prezero_claim(span, dirty) == 0) { /* leaves the guard */
@@ -157,7 +151,9 @@ static int from_cache(size_t size, size_t align, bool zero, enum hz_prezero_opt 
 	}
 	if (!noted)
 		hz_cache_note(c, size, now, i >= 0, i >= 0 ? c->entries[i].idle_since : 0, b);
-	if (!rotation_noted && spare_instead(size, now, served_by(c, size, i), mode))
+	if (!rotation_noted &&
+	    spare_instead(size, now, served_by(c, i), i >= 0 ? c->entries[i].span.range.start : 0,
+			  mode))
 		return -ENOENT; /* the dirty span stays, for the thread */
 	if (i < 0) {
 		hz_prezero_leave();

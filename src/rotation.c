@@ -152,11 +152,16 @@ static void served(struct hz_class_rotation *k, uint64_t now, enum hz_rotation_s
 	}
 }
 
-bool hz_rotation_calloc(size_t size, uint64_t now, enum hz_rotation_served how, bool thread)
+bool hz_rotation_calloc(size_t size, uint64_t now, enum hz_rotation_served how, uintptr_t start,
+			bool thread)
 {
 	struct hz_class_rotation *k = class_of(size);
+	bool spare;
+
+	if (how == HZ_ROT_DIRTY)
+		how = k->freed == start ? HZ_ROT_CLEARS : HZ_ROT_OTHER;
 	/* Only a thread clears the span left behind. */
-	bool spare = how == HZ_ROT_CLEARS && thread && wants_spare(k);
+	spare = how == HZ_ROT_CLEARS && thread && wants_spare(k);
 
 	served(k, now, spare ? HZ_ROT_OTHER : how);
 	return spare;
@@ -173,11 +178,6 @@ enum hz_rotation_free hz_rotation_freed(size_t size, uintptr_t start, uint64_t n
 		return HZ_ROT_FREE_DROP;
 	}
 	return k->state == WATCHING && k->at_once >= RUN ? HZ_ROT_FREE_AT_ONCE : HZ_ROT_FREE_KEEP;
-}
-
-bool hz_rotation_freed_last(size_t size, uintptr_t start)
-{
-	return class_of(size)->freed == start;
 }
 
 #ifdef HZ_TEST_CORE

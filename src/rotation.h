@@ -13,7 +13,7 @@
  * that before it, decides whether the spare stays (rotation.c says by how
  * much). A lost trial gives the spare back at the class's next free; a won
  * one is checked again, without the spare, after twice as many callocs
- * each time. Only callocs count. A calloc makes one call
+ * each time. Only callocs are timed. A calloc makes one call here
  * (hz_rotation_calloc) and a free one (hz_rotation_freed), inside the
  * cache's guard (prezero.h), which serialises them. */
 #ifndef HZ_ROTATION_H
@@ -23,19 +23,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* How a calloc was served. */
+/* How a calloc is served. */
 enum hz_rotation_served {
-	HZ_ROT_CLEARS, /* clears on its critical path: a dirty span, or the
-			* one the thread was zeroing, taken over */
+	HZ_ROT_CLEARS, /* the span the thread was zeroing, taken over: the
+			* calloc clears on its critical path */
+	HZ_ROT_DIRTY,  /* a dirty span from the table: counted as a clear on
+			* the critical path only when it is the block its class
+			* freed last, as in a tight cycle (many blocks freed in
+			* turn also leave dirty spans, which a spare does not
+			* help), else as HZ_ROT_OTHER */
 	HZ_ROT_CLEAN,  /* a clean span from the table */
-	HZ_ROT_OTHER,  /* a fresh block, the spare among them */
+	HZ_ROT_OTHER,  /* a fresh block */
 };
 
-/* A calloc of size bytes at now (ns), served so. One that would clear on
- * its critical path (HZ_ROT_CLEARS) while the pre-zero thread runs
- * (thread) may be told to map a fresh block, the spare, instead: true, and
- * the span is left to the thread. */
-bool hz_rotation_calloc(size_t size, uint64_t now, enum hz_rotation_served how, bool thread);
+/* A calloc of size bytes at now (ns), served so (start: the dirty span's,
+ * for HZ_ROT_DIRTY). One that would clear on its critical path, in
+ * pre-zero mode thread (thread), may be told to map a fresh block, the
+ * spare, instead: true, and the span is left to the thread. */
+bool hz_rotation_calloc(size_t size, uint64_t now, enum hz_rotation_served how, uintptr_t start,
+			bool thread);
 
 /* A calloc this soon (ns) after its class's free comes before a woken
  * pre-zero thread could clear much of the block. Measured on the 8 MiB-L3
@@ -64,12 +70,6 @@ enum hz_rotation_free {
 /* A block of size bytes at start is being freed, at now (ns): what to do
  * with it. */
 enum hz_rotation_free hz_rotation_freed(size_t size, uintptr_t start, uint64_t now);
-
-/* Whether the span at start is the block of size bytes freed last of its
- * class: a calloc served it dirty right after its free, as in a tight
- * cycle. (Many blocks freed in turn also leave dirty spans, which a spare
- * does not help.) */
-bool hz_rotation_freed_last(size_t size, uintptr_t start);
 
 #ifdef HZ_TEST_CORE
 /* Tests: every class back to its first state. */

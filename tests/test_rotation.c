@@ -29,7 +29,7 @@ static uint64_t clock_ns = 1000 * MS;
 static bool calloc_after(unsigned period_ms, enum hz_rotation_served how)
 {
 	clock_ns += period_ms * MS;
-	return hz_rotation_calloc(SIZE, clock_ns, how, true);
+	return hz_rotation_calloc(SIZE, clock_ns, how, 0, true);
 }
 
 /* A free of SIZE's last block, now: what the rotation makes of it. */
@@ -100,6 +100,8 @@ static void a_cycle_no_faster_gives_the_spare_back_and_waits(void **state)
 
 static void a_broken_run_and_other_classes_start_no_trial(void **state)
 {
+	uint64_t trials = hz_stats.rotation_trials;
+
 	(void)state;
 	for (int i = 0; i < 3 * FIRST_RUN; i++)
 		assert_false(calloc_after(5, i % FIRST_RUN == FIRST_RUN - 1 ? HZ_ROT_OTHER
@@ -107,21 +109,38 @@ static void a_broken_run_and_other_classes_start_no_trial(void **state)
 	for (int i = 0; i < FIRST_RUN; i++)
 		assert_false(calloc_after(5, HZ_ROT_CLEARS));
 	/* A class of its own: 8 MiB's has seen nothing. */
-	assert_false(hz_rotation_calloc(8 * MiB, clock_ns, HZ_ROT_CLEARS, true));
+	assert_false(hz_rotation_calloc(8 * MiB, clock_ns, HZ_ROT_CLEARS, 0, true));
 	/* Without the thread nobody would clear the span left behind. */
 	clock_ns += 5 * MS;
-	assert_false(hz_rotation_calloc(SIZE, clock_ns, HZ_ROT_CLEARS, false));
+	assert_false(hz_rotation_calloc(SIZE, clock_ns, HZ_ROT_CLEARS, 0, false));
+	/* Nor is a spare offered to a calloc that did not clear, however
+	 * ripe its class; it breaks the run. */
+	assert_false(calloc_after(5, HZ_ROT_CLEAN));
+	assert_int_equal(hz_stats.rotation_trials, trials);
+	for (int i = 0; i < FIRST_RUN; i++)
+		assert_false(calloc_after(5, HZ_ROT_CLEARS));
 	assert_true(calloc_after(5, HZ_ROT_CLEARS));
+	assert_int_equal(hz_stats.rotation_trials, trials + 1);
 }
 
-static void the_last_free_of_a_class_is_known(void **state)
+static void a_dirty_span_clears_when_it_is_the_block_freed_last(void **state)
 {
 	(void)state;
+	for (int i = 0; i < FIRST_RUN; i++)
+		assert_false(calloc_after(5, HZ_ROT_CLEARS));
 	assert_int_equal(free_now(), HZ_ROT_FREE_KEEP); /* watching: nothing to give back */
-	assert_true(hz_rotation_freed_last(SIZE, 0x40000000));
-	assert_true(hz_rotation_freed_last(SIZE + MiB, 0x40000000)); /* the same class */
-	assert_false(hz_rotation_freed_last(SIZE, 0x48000000));
-	assert_false(hz_rotation_freed_last(8 * MiB, 0x40000000));
+	/* Another block's dirty span (many blocks freed in turn, which a
+	 * spare does not help), and one in a class that freed nothing: no
+	 * spare, and SIZE's run is broken. */
+	assert_false(hz_rotation_calloc(8 * MiB, clock_ns, HZ_ROT_DIRTY, 0x40000000, true));
+	clock_ns += 5 * MS;
+	assert_false(hz_rotation_calloc(SIZE, clock_ns, HZ_ROT_DIRTY, 0x48000000, true));
+	for (int i = 0; i < FIRST_RUN; i++)
+		assert_false(calloc_after(5, HZ_ROT_CLEARS));
+	/* The block freed last, asked for in its class by another size. */
+	assert_int_equal(free_now(), HZ_ROT_FREE_KEEP);
+	clock_ns += 5 * MS;
+	assert_true(hz_rotation_calloc(SIZE + MiB, clock_ns, HZ_ROT_DIRTY, 0x40000000, true));
 }
 
 /* A free of SIZE, then its class's calloc after_us later: what the
@@ -133,7 +152,7 @@ static enum hz_rotation_free free_then_calloc(unsigned after_us)
 	clock_ns += 1000 * 1000ull; /* the program's write: 1 ms */
 	verdict = free_now();
 	clock_ns += after_us * 1000ull;
-	hz_rotation_calloc(SIZE, clock_ns, HZ_ROT_CLEARS, true);
+	assert_false(hz_rotation_calloc(SIZE, clock_ns, HZ_ROT_CLEARS, 0, true));
 	return verdict;
 }
 
@@ -143,11 +162,10 @@ static void callocs_right_after_their_frees_leave_the_thread_asleep(void **state
 	for (int i = 0; i < RUN; i++)
 		assert_int_equal(free_then_calloc(3), HZ_ROT_FREE_KEEP);
 	/* RUN callocs came right after their frees: the next free lets the
-	 * thread sleep. Its calloc comes 100 us later, when the thread could
-	 * have cleared 2 MiB. */
+	 * thread sleep, in their class only. Its calloc comes 100 us later,
+	 * when the thread could have cleared 2 MiB. */
+	assert_int_equal(hz_rotation_freed(8 * MiB, 0x50000000, clock_ns), HZ_ROT_FREE_KEEP);
 	assert_int_equal(free_then_calloc(100), HZ_ROT_FREE_AT_ONCE);
-	assert_int_equal(hz_rotation_freed(8 * MiB, 0x50000000, clock_ns),
-			 HZ_ROT_FREE_KEEP); /* a class of its own */
 	for (int i = 0; i < RUN; i++)
 		assert_int_equal(free_then_calloc(19), HZ_ROT_FREE_KEEP);
 	assert_int_equal(free_then_calloc(19), HZ_ROT_FREE_AT_ONCE);
@@ -213,7 +231,7 @@ int main(void)
 		cmocka_unit_test_setup(a_faster_cycle_keeps_the_spare_until_the_recheck, reset),
 		cmocka_unit_test_setup(a_cycle_no_faster_gives_the_spare_back_and_waits, reset),
 		cmocka_unit_test_setup(a_broken_run_and_other_classes_start_no_trial, reset),
-		cmocka_unit_test_setup(the_last_free_of_a_class_is_known, reset),
+		cmocka_unit_test_setup(a_dirty_span_clears_when_it_is_the_block_freed_last, reset),
 		cmocka_unit_test_setup(callocs_right_after_their_frees_leave_the_thread_asleep,
 				       reset),
 		cmocka_unit_test_setup(a_class_trying_a_spare_wakes_the_thread, reset),
