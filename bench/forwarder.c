@@ -5,10 +5,13 @@
  * is all zeros, so every pointer still goes to the next free. Comparing
  * the two against glibc and the preload on bench/alloc.c's tcache-hot
  * churn shows what forwarding costs and what checking a free costs
- * (bench/RESULTS.md, "The shim's small path").
+ * (bench/RESULTS.md, "The shim's small path"). With -DBRK_CHECK its malloc
+ * first compares glibc's program break with the one it saw last, as a
+ * preload that follows glibc's heap would.
  *
  *   cc -O2 -fPIC -shared -fno-plt -o forwarder.so bench/forwarder.c
  *   cc -O2 -fPIC -shared -fno-plt -DCHECKED_FREE -o forwarder-checked.so bench/forwarder.c
+ *   cc -O2 -fPIC -shared -fno-plt -DBRK_CHECK -o forwarder-brk.so bench/forwarder.c
  *   LD_PRELOAD=./forwarder.so alloc small-churn 50000000 16 1K
  *
  * Not for real programs: it forwards only malloc, free, calloc and realloc
@@ -32,10 +35,32 @@ __attribute__((constructor)) static void resolve(void)
 	next_realloc = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
 }
 
+#ifdef BRK_CHECK
+/* glibc's program break (exported by libc.so.6) against the one seen
+ * last: what it costs malloc's fast path to notice that glibc's heap
+ * grew, a load and a compare before the jump. */
+extern void *__curbrk;
+static void *brk_seen;
+
+__attribute__((noinline, cold)) static void brk_moved(void *brk)
+{
+	__atomic_store_n(&brk_seen, brk, __ATOMIC_RELAXED);
+}
+
+void *malloc(size_t size)
+{
+	void *brk = __atomic_load_n(&__curbrk, __ATOMIC_RELAXED);
+
+	if (__builtin_expect(brk != __atomic_load_n(&brk_seen, __ATOMIC_RELAXED), 0))
+		brk_moved(brk);
+	return next_malloc(size);
+}
+#else
 void *malloc(size_t size)
 {
 	return next_malloc(size);
 }
+#endif
 
 #ifdef CHECKED_FREE
 #define GIB_SHIFT 30
