@@ -63,11 +63,13 @@ static void revive_live_block(void)
 
 static void revive_unclaimed_span(void)
 {
-	void *p = hz_preload_malloc(8 * MiB); /* a 1 GiB region */
-	struct hz_span span = { hz_range_make(hz_reservation.start + ((size_t)512 << 20), HZ_GRANULE),
-				 HZ_BACKING_THP };
+	void *p = hz_preload_malloc(8 * MiB); /* in a 1 GiB region at a random offset */
+	size_t offset = (size_t)((uintptr_t)p - hz_reservation.start);
+	/* A granule half the region away from the block: never one of its own. */
+	size_t away = offset < ((size_t)512 << 20) ? (size_t)768 << 20 : (size_t)128 << 20;
+	struct hz_span span = { hz_range_make(hz_reservation.start + away, HZ_GRANULE), HZ_BACKING_THP };
 
-	if (p == NULL)
+	if (p == NULL || offset >= ((size_t)1 << 30))
 		_exit(2);
 	hz_blocks_revive(&span);
 }
