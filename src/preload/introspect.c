@@ -14,6 +14,7 @@
 
 #include "../blocks.h"
 #include "../recycle.h"
+#include "heap.h"
 
 HZ_PRIVATE_API int hz_preload_malloc_trim(int (*real)(size_t), size_t pad)
 {
@@ -71,6 +72,7 @@ static int perturb;
 
 HZ_PRIVATE_API void hz_preload_mallopt(int param, int value, int ret)
 {
+	hz_heap_program_tunes(param);
 	if (param == M_PERTURB && ret != 0)
 		__atomic_store_n(&perturb, value, __ATOMIC_RELAXED);
 }

@@ -161,7 +161,7 @@ static void *sys_mremap(void *old, size_t old_len, size_t new_len, int flags, ..
 #define BOOTSTRAP { \
 	boot_malloc, boot_free, boot_calloc, boot_realloc, boot_posix_memalign, \
 	boot_memalign, boot_memalign, boot_valloc, boot_valloc, boot_usable, \
-	sys_mmap, sys_munmap, sys_mremap, NULL, \
+	sys_mmap, sys_munmap, sys_mremap, NULL, NULL, \
 }
 
 static const struct hz_next bootstrap = BOOTSTRAP;

@@ -17,7 +17,8 @@
 int hz_shim_started;
 
 /* 64-byte aligned: malloc's and free's fields share one cache line. */
-_Alignas(64) struct hz_shim_fast hz_shim_fast = { .small_below = 0, .boot_len = SIZE_MAX };
+_Alignas(64) struct hz_shim_fast hz_shim_fast = { .quiet_below = 0, .small_below = 0,
+					       .boot_len = SIZE_MAX };
 
 /* The versioned lookup of the same names (defined at the end of the file). */
 static void resolve_versioned(struct hz_next *next);
@@ -41,6 +42,7 @@ static void resolve(struct hz_next *next)
 	next->next_mmap = dlsym(RTLD_NEXT, "mmap");
 	next->next_munmap = dlsym(RTLD_NEXT, "munmap");
 	next->next_mremap = dlsym(RTLD_NEXT, "mremap");
+	next->next_mallopt = dlsym(RTLD_NEXT, "mallopt");
 	resolve_versioned(next);
 	next->next_pthread_create = hz_shim_pthread_create_next();
 }

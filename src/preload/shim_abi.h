@@ -41,6 +41,9 @@ struct hz_next {
 	/* The C library's, for the pre-zero thread's start: the shim's own
 	 * export of the name would take hugezero's call otherwise. */
 	int (*next_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+	/* The C library's, for glibc's heap (heap.c): the shim exports the
+	 * name to see the program's own calls. */
+	int (*next_mallopt)(int, int);
 };
 
 /* ---- the shim's fast path ----
@@ -52,16 +55,17 @@ struct hz_next {
  * pair on EPYC Milan, more in issue 13's figures); the copy gives 0.98x
  * (+0.4 ns). The shim hands its copy over with
  * hz_preload_attach; the library fills it when start-up completes
- * (hz_preload_start) and writes small_below again at every
- * hz_options_reload.
+ * (hz_preload_start) and writes small_below and quiet_below again at
+ * every hz_options_reload.
  *
- * Until then it is closed: small_below is 0 (no request is small) and the
- * bootstrap range is the whole address space (every pointer may be the
- * library's), so every call takes the library's path, which runs or waits
- * for start-up. The library opens it by publishing owned, boot_start and
- * next first, then boot_len, then small_below, each of the last two with a
- * release store; the shim loads the one its call depends on with acquire
- * before it reads the rest. */
+ * Until then it is closed: small_below and quiet_below are 0 (no request
+ * is small) and the bootstrap range is the whole address space (every
+ * pointer may be the library's), so every call takes the library's path,
+ * which runs or waits for start-up. The library opens it by publishing
+ * owned, boot_start, next and heap_break first, then boot_len, then
+ * small_below, then quiet_below, each of the last three with a release
+ * store; the shim loads the one its call depends on with acquire before
+ * it reads the rest. */
 
 /* The library's region table (blocks.h), one byte per GiB of the 47-bit
  * user address space, nonzero where a region of blocks lies. */
@@ -69,6 +73,9 @@ struct hz_next {
 #define HZ_SHIM_REGION_GIBS ((uintptr_t)1 << (47 - HZ_SHIM_REGION_SHIFT))
 
 struct hz_shim_fast {
+	/* Requests below this many bytes go to next with no other check:
+	 * small_below, or less while glibc's break is watched (heap_break). */
+	size_t quiet_below;
 	/* Requests below this many bytes go to next as they came: the
 	 * threshold while large requests are routed (hugezero blocks or the
 	 * jemalloc arena), SIZE_MAX when nothing is (HUGEZERO_DISABLE). */
@@ -80,6 +87,13 @@ struct hz_shim_fast {
 	/* The next allocator as the shim resolved it (what serves small
 	 * requests: jemalloc's own functions, not the routed ones). */
 	struct hz_next next;
+	/* glibc's break (__curbrk) while hugezero watches the heap, else
+	 * NULL, and its value when the library last looked: a request from
+	 * quiet_below to small_below that finds the two differ calls
+	 * hz_preload_heap_moved first (heap.c). Past the fields above, off
+	 * the line the fast path reads. */
+	const uintptr_t *heap_break;
+	uintptr_t heap_seen;
 };
 
 /* The shim's copy, to fill when start-up completes. Called by the shim
@@ -115,6 +129,9 @@ HZ_PRIVATE_API void hz_preload_exit(void);
 
 /* ---- the interposed calls: start-up has completed, or this thread is
  * running it ---- */
+
+/* glibc's break moved since hz_shim_fast.heap_seen: look at the heap. */
+HZ_PRIVATE_API void hz_preload_heap_moved(void);
 
 HZ_PRIVATE_API void *hz_preload_malloc(size_t size);
 HZ_PRIVATE_API void hz_preload_free(void *p);

@@ -18,6 +18,34 @@ static inline size_t below(void)
 	return __atomic_load_n(&hz_shim_fast.small_below, __ATOMIC_ACQUIRE);
 }
 
+static inline size_t quiet_below(void)
+{
+	return __atomic_load_n(&hz_shim_fast.quiet_below, __ATOMIC_ACQUIRE);
+}
+
+/* glibc's break moved since the library last looked (heap.c). Read on
+ * the medium path only: the break moves once per 128 KiB of growth at
+ * most, and a program whose heap grows makes medium requests. */
+static inline int heap_moved(void)
+{
+	const uintptr_t *brk = __atomic_load_n(&hz_shim_fast.heap_break, __ATOMIC_ACQUIRE);
+
+	return brk != NULL && __atomic_load_n(brk, __ATOMIC_RELAXED) !=
+				      __atomic_load_n(&hz_shim_fast.heap_seen, __ATOMIC_RELAXED);
+}
+
+static inline void look_at_heap(void)
+{
+	if (heap_moved())
+		hz_preload_heap_moved();
+}
+
+/* Small but not quiet: looks at the heap first when its break moved. */
+static inline int small_and_quiet(size_t size)
+{
+	return size < below() && !heap_moved();
+}
+
 /* Whether p is the next allocator's (or NULL): neither in the bootstrap
  * arena nor in a region of blocks. A block's region is in the table before
  * its pointer reaches any thread, so a relaxed load sees it. */
@@ -37,12 +65,13 @@ static inline int foreign_pointer(const void *p)
 static COLD void *slow_malloc(size_t size)
 {
 	hz_shim_ready();
+	look_at_heap();
 	return hz_preload_malloc(size);
 }
 
 EXPORT void *malloc(size_t size)
 {
-	if (__builtin_expect(size < below(), 1))
+	if (__builtin_expect(size < quiet_below(), 1) || __builtin_expect(small_and_quiet(size), 1))
 		return hz_shim_fast.next.next_malloc(size);
 	return slow_malloc(size);
 }
@@ -65,6 +94,7 @@ EXPORT void free(void *p)
 static COLD void *slow_calloc(size_t n, size_t size)
 {
 	hz_shim_ready();
+	look_at_heap();
 	return hz_preload_calloc(n, size);
 }
 
@@ -72,7 +102,9 @@ EXPORT void *calloc(size_t n, size_t size)
 {
 	size_t total;
 
-	if (__builtin_expect(!__builtin_mul_overflow(n, size, &total) && total < below(), 1))
+	if (__builtin_expect(!__builtin_mul_overflow(n, size, &total) &&
+				     (total < quiet_below() || small_and_quiet(total)),
+			     1))
 		return hz_shim_fast.next.next_calloc(n, size);
 	return slow_calloc(n, size);
 }
@@ -82,12 +114,13 @@ EXPORT void *calloc(size_t n, size_t size)
 static COLD void *slow_realloc(void *p, size_t size)
 {
 	hz_shim_ready();
+	look_at_heap();
 	return hz_preload_realloc(p, size);
 }
 
 static inline void *realloc_to(void *p, size_t size)
 {
-	if (__builtin_expect(size < below() && foreign_pointer(p), 1))
+	if (__builtin_expect((size < quiet_below() || small_and_quiet(size)) && foreign_pointer(p), 1))
 		return hz_shim_fast.next.next_realloc(p, size);
 	return slow_realloc(p, size);
 }

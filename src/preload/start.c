@@ -17,6 +17,7 @@
 #include "../prim/prim.h"
 #include "../recycle.h"
 #include "../report.h"
+#include "heap.h"
 #include "introspect.h"
 #include "jemalloc_next.h"
 #include "preload.h"
@@ -166,6 +167,7 @@ static void reset_in_child(void)
 {
 	hz_blocks_fork_child();
 	hz_recycle_fork_child();
+	hz_heap_fork_child();
 	stdio_list_reset();
 }
 
@@ -242,6 +244,7 @@ static void start(void)
 	hz_preload_perturb_start();
 	__atomic_store_n(&routing, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&hz_preload_active, 1, __ATOMIC_RELEASE);
+	hz_heap_start(&hz_next, shim_fast);
 }
 
 static size_t small_below(void)
@@ -254,7 +257,10 @@ static size_t small_below(void)
 /* A reload may have changed the threshold. */
 static void republish(void)
 {
-	__atomic_store_n(&shim_fast->small_below, small_below(), __ATOMIC_RELEASE);
+	size_t below = small_below();
+
+	__atomic_store_n(&shim_fast->small_below, below, __ATOMIC_RELEASE);
+	__atomic_store_n(&shim_fast->quiet_below, hz_heap_quiet_below(below), __ATOMIC_RELEASE);
 }
 
 /* Open the shim's fast path, in the order shim_abi.h gives: small is what

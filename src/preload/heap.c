@@ -1,0 +1,281 @@
+/* glibc's main heap on huge pages (HUGEZERO_HEAP).
+ *
+ * Requests under HUGEZERO_THRESHOLD stay with glibc, which grows its main
+ * heap with brk 128 KiB past each request at a time. In THP madvise mode
+ * that heap never gets huge pages, and under `always` rarely: the 2 MiB
+ * range being filled always reaches past the break. glibc's own
+ * glibc.malloc.hugetlb=1, which aligns the break to 2 MiB and advises the
+ * whole heap, made ld 1.38x faster, but cost peak memory on every program
+ * (git 1.14x, ld 1.10x: bench/RESULTS.md, "glibc's own heap on huge
+ * pages").
+ *
+ * So hugezero waits until the heap has grown past HEAP_FLOOR, which
+ * programs that use their heap briefly or sparsely rarely reach, then asks
+ * glibc (mallopt) to grow it HEAP_PAD ahead of use and advises
+ * MADV_HUGEPAGE from there up to the last 2 MiB boundary below the break:
+ * the program's next faults in that range are huge ones. The advice always
+ * starts at the same address and runs contiguously, so the kernel merges
+ * the heap back into at most three mappings however often it grows and
+ * shrinks (advising only each growth split a 200 MiB heap into 51).
+ *
+ * The break is glibc's __curbrk, which the shim compares with the value
+ * seen last on its medium path (shim_abi.h): a changed break costs one
+ * call here; no thread watches it, because a second thread turns off
+ * glibc's single-thread fast paths.
+ *
+ * Left alone: a program or user that tuned glibc's malloc (MALLOC_*_
+ * variables, glibc.malloc.* tunables, the program's own mallopt of a value
+ * we set), a next allocator that is not glibc's, THP not in madvise mode
+ * or disabled for the process, and a process under a seccomp filter
+ * (start.c steps aside before this starts). */
+
+#include <dlfcn.h>
+#include <malloc.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "../config.h"
+#include "../log.h"
+#include "../options.h"
+#include "../prim/os.h"
+#include "../prim/prim.h"
+#include "../range.h"
+#include "../sizes.h"
+#include "heap.h"
+#include "preload.h"
+
+/* 32 MiB: with the pad from the first growth on, git's peak memory was
+ * 1.15x glibc's; from 32 MiB of heap on, 1.00-1.02x on every program of
+ * bench/run-apps while ld kept 1.09x (bench/RESULTS.md). */
+#define HEAP_FLOOR ((uintptr_t)32 << 20)
+/* 8 MiB: with 2 MiB the ranges beyond the break's 2 MiB boundary were
+ * never whole, and the heap stayed on 4 KiB pages; 8 MiB put 75% of ld's
+ * heap on huge pages. glibc keeps the pad on every growth. */
+#define HEAP_PAD ((int)(8 << 20))
+/* Twice the pad: a heap trimmed back to its pad is not trimmed again at
+ * the next free. */
+#define HEAP_TRIM (2 * HEAP_PAD)
+/* glibc's M_MMAP_THRESHOLD: its default, and its largest on 64-bit
+ * systems (HEAP_MAX_SIZE / 2). */
+#define GLIBC_MMAP_THRESHOLD_MIN ((size_t)128 << 10)
+#define GLIBC_MMAP_THRESHOLD_MAX ((size_t)32 << 20)
+
+enum heap_state { HEAP_OFF, HEAP_WATCHING, HEAP_ACTIVE };
+
+static int state = HEAP_OFF;
+static const uintptr_t *curbrk; /* glibc's __curbrk */
+static uintptr_t floor_break;   /* the first nonzero break seen */
+static uintptr_t advise_from;   /* where the advice starts, once active */
+static int busy;                /* one thread acts at a time; others go on */
+/* The program set a value this module sets, before or after it did. */
+static int program_tuned;
+/* The program set a limit on its data or address space (limits.c). */
+static int limited;
+static struct hz_shim_fast *fast;
+
+/* Whether the environment tuned glibc's heap: then its settings stay. */
+static bool tuned_by_environment(void)
+{
+	static const char *const names[] = { "MALLOC_TOP_PAD_", "MALLOC_TRIM_THRESHOLD_",
+					     "MALLOC_MMAP_THRESHOLD_", "MALLOC_MMAP_MAX_" };
+	const char *tunables = getenv("GLIBC_TUNABLES");
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (getenv(names[i]) != NULL)
+			return true;
+	return tunables != NULL && strstr(tunables, "glibc.malloc.") != NULL;
+}
+
+/* Whether the next allocator is the C library's, whose heap __curbrk is. */
+static bool next_is_glibc(const struct hz_next *next)
+{
+	Dl_info info;
+	const char *base;
+
+	if (dladdr((const void *)(uintptr_t)next->next_malloc, &info) == 0 || info.dli_fname == NULL)
+		return false;
+	base = strrchr(info.dli_fname, '/');
+	base = base != NULL ? base + 1 : info.dli_fname;
+	return strncmp(base, "libc.so", 7) == 0;
+}
+
+/* The pad is memory glibc asks for ahead of use: under a limit on data
+ * or address space, or strict overcommit, it could turn a request glibc
+ * would have served into a failure. */
+static const char *limit_reason(void)
+{
+	if (hz_prim_data_limited() || hz_prim_address_space_limit() != UINT64_MAX)
+		return "RLIMIT_DATA or RLIMIT_AS is set";
+	if (!hz_os()->overcommits)
+		return "vm.overcommit_memory is 2";
+	return NULL;
+}
+
+/* Why the heap is left alone, or NULL. */
+static const char *reason_to_leave(const struct hz_next *next)
+{
+	if (!hz_option_u64(HZ_OPT_HEAP))
+		return "HUGEZERO_HEAP=0";
+	if (next->next_mallopt == NULL || !next_is_glibc(next))
+		return "the next allocator is not glibc's";
+	if (hz_os()->thp.mode != HZ_THP_MADVISE || hz_os()->pmd_size != HZ_SZ_2M)
+		return "THP is not in madvise mode";
+	if (hz_prim_thp_disable_flags() == 1)
+		return "THP is disabled for this process";
+	if (tuned_by_environment())
+		return "glibc's malloc is tuned by the environment";
+	return limit_reason();
+}
+
+void hz_heap_start(const struct hz_next *next, struct hz_shim_fast *shim)
+{
+	const char *why = reason_to_leave(next);
+
+	if (why == NULL)
+		curbrk = dlsym(RTLD_DEFAULT, "__curbrk");
+	if (why == NULL && curbrk == NULL)
+		why = "glibc does not export __curbrk";
+	if (why != NULL || shim == NULL) {
+		if (why != NULL)
+			hz_debug("glibc's heap stays on 4 KiB pages: %s", why);
+		return;
+	}
+	fast = shim;
+	floor_break = __atomic_load_n(curbrk, __ATOMIC_RELAXED);
+	__atomic_store_n(&state, HEAP_WATCHING, __ATOMIC_RELAXED);
+	__atomic_store_n(&fast->heap_seen, floor_break, __ATOMIC_RELAXED);
+	__atomic_store_n(&fast->heap_break, curbrk, __ATOMIC_RELEASE);
+}
+
+static bool watching(void)
+{
+	return __atomic_load_n(&state, __ATOMIC_RELAXED) != HEAP_OFF;
+}
+
+/* 1 KiB: a tcache-hot loop of smaller requests (bench/alloc.c's
+ * small-churn) pays nothing for the watch, while heaps grow through
+ * larger ones too: ld's object chunks and gcc's obstacks are 4 KiB. */
+#define HEAP_WATCH_FROM ((size_t)1 << 10)
+
+size_t hz_heap_quiet_below(size_t small_below)
+{
+	return watching() && small_below > HEAP_WATCH_FROM ? HEAP_WATCH_FROM : small_below;
+}
+
+/* The shim stops looking at the break. */
+static void stop(void)
+{
+	__atomic_store_n(&state, HEAP_OFF, __ATOMIC_RELAXED);
+	__atomic_store_n(&fast->heap_break, NULL, __ATOMIC_RELEASE);
+}
+
+/* glibc grows the heap HEAP_PAD ahead from its next growth on, keeps
+ * HEAP_TRIM of free top, and serves every request it sees from the heap
+ * (hugezero takes those at or above the threshold). Each mallopt also
+ * freezes glibc's dynamic mmap threshold, hence the explicit one. */
+static bool tune_glibc(void)
+{
+	size_t threshold = __atomic_load_n(&hz_config_threshold, __ATOMIC_RELAXED);
+	int (*set)(int, int) = hz_next.next_mallopt;
+
+	threshold = threshold < GLIBC_MMAP_THRESHOLD_MIN ? GLIBC_MMAP_THRESHOLD_MIN : threshold;
+	threshold = threshold > GLIBC_MMAP_THRESHOLD_MAX ? GLIBC_MMAP_THRESHOLD_MAX : threshold;
+	return set(M_MMAP_THRESHOLD, (int)threshold) == 1 && set(M_TRIM_THRESHOLD, HEAP_TRIM) == 1 &&
+	       set(M_TOP_PAD, HEAP_PAD) == 1;
+}
+
+static void activate(uintptr_t brk)
+{
+	const char *why = limit_reason();
+
+	if (why == NULL && (__atomic_load_n(&program_tuned, __ATOMIC_RELAXED) || !tune_glibc()))
+		why = "the program tunes glibc's malloc";
+	if (why != NULL) {
+		hz_debug("glibc's heap stays on 4 KiB pages: %s", why);
+		stop();
+		return;
+	}
+	advise_from = hz_align_up(brk, HZ_SZ_2M);
+	__atomic_store_n(&state, HEAP_ACTIVE, __ATOMIC_RELAXED);
+	hz_info("glibc's heap passed %zu MiB: its growth from %p on gets huge pages",
+		(size_t)(HEAP_FLOOR >> 20), (void *)advise_from);
+}
+
+/* Advise from advise_from to the last 2 MiB boundary below the break. A
+ * heap trimmed meanwhile makes part of it unmapped (ENOMEM, the rest is
+ * advised all the same); a refusal (EINVAL, EPERM) ends the watch. */
+static void advise(uintptr_t brk)
+{
+	uintptr_t end = hz_align_down(brk, HZ_SZ_2M);
+	int ret;
+
+	if (end <= advise_from)
+		return;
+	ret = hz_prim_madvise((void *)advise_from, end - advise_from, MADV_HUGEPAGE);
+	if (ret != 0 && ret != -ENOMEM) {
+		hz_debug("glibc's heap: MADV_HUGEPAGE refused (error %d); no more advice", -ret);
+		stop();
+	}
+}
+
+/* 128 KiB: glibc's own growth step, which it keeps with top_pad 0. */
+#define GLIBC_TOP_PAD ((int)(128 << 10))
+
+/* Called holding busy, once limited is set. */
+static void end_for_limit(void)
+{
+	if (__atomic_load_n(&state, __ATOMIC_RELAXED) == HEAP_ACTIVE &&
+	    !__atomic_load_n(&program_tuned, __ATOMIC_RELAXED))
+		(void)hz_next.next_mallopt(M_TOP_PAD, GLIBC_TOP_PAD);
+	if (watching()) {
+		hz_debug("glibc's heap: a limit was set; it grows as glibc grows it from now on");
+		stop();
+	}
+}
+
+HZ_PRIVATE_API void hz_preload_heap_moved(void)
+{
+	uintptr_t brk;
+
+	if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
+		return;
+	brk = __atomic_load_n(curbrk, __ATOMIC_RELAXED);
+	if (floor_break == 0)
+		floor_break = brk;
+	if (__atomic_load_n(&limited, __ATOMIC_RELAXED)) {
+		end_for_limit();
+	} else if (watching() && !hz_preload_forking) {
+		if (__atomic_load_n(&state, __ATOMIC_RELAXED) == HEAP_WATCHING &&
+		    brk - floor_break >= HEAP_FLOOR)
+			activate(brk);
+		if (__atomic_load_n(&state, __ATOMIC_RELAXED) == HEAP_ACTIVE)
+			advise(brk);
+	}
+	__atomic_store_n(&fast->heap_seen, brk, __ATOMIC_RELAXED);
+	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+}
+
+void hz_heap_program_tunes(int param)
+{
+	if (param == M_TOP_PAD || param == M_TRIM_THRESHOLD || param == M_MMAP_THRESHOLD)
+		__atomic_store_n(&program_tuned, 1, __ATOMIC_RELAXED);
+}
+
+/* Never waits (setrlimit may come from a signal handler that interrupted
+ * a thread in hz_preload_heap_moved): when busy, the next look ends it. */
+void hz_heap_limited(void)
+{
+	__atomic_store_n(&limited, 1, __ATOMIC_RELAXED);
+	if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
+		return;
+	end_for_limit();
+	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+}
+
+void hz_heap_fork_child(void)
+{
+	__atomic_store_n(&busy, 0, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,30 @@
+/* glibc's main heap on huge pages (heap.c). */
+#ifndef HZ_PRELOAD_HEAP_H
+#define HZ_PRELOAD_HEAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "shim_abi.h"
+
+/* At start-up, with the next allocator installed: watch glibc's break
+ * through the shim's copy, unless the heap is to be left alone (a line at
+ * HUGEZERO_VERBOSE=2 says why). shim NULL (no shim) watches nothing. */
+void hz_heap_start(const struct hz_next *next, struct hz_shim_fast *shim);
+
+/* What the shim's quiet_below is for small_below: requests from there
+ * to small_below check the break. */
+size_t hz_heap_quiet_below(size_t small_below);
+
+/* The program called mallopt(param): a pad, trim or mmap threshold it set
+ * is never overridden. */
+void hz_heap_program_tunes(int param);
+
+/* The program set a finite RLIMIT_DATA or RLIMIT_AS: glibc grows its
+ * heap by its own step again, and the watch ends. */
+void hz_heap_limited(void);
+
+/* In a fork child: a call the parent was making is not finished. */
+void hz_heap_fork_child(void);
+
+#endif /* HZ_PRELOAD_HEAP_H */

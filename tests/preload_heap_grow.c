@@ -1,0 +1,186 @@
+/* The program tests/preload_heap.c runs under the preload: it grows
+ * glibc's main heap with 4000-byte requests and reports what the kernel
+ * made of the heap, as one line on stdout:
+ *
+ *   vmas=N advised=0|1 huge_kib=N heap_mib=N
+ *
+ * vmas: the [heap] mappings; advised: one of them is MADV_HUGEPAGE ("hg"
+ * in VmFlags); huge_kib: their AnonHugePages. Every byte written is read
+ * back before the report; a mismatch exits 3.
+ *
+ * Usage: preload_heap_grow MIB [STEP...]; each STEP in order:
+ *   mallopt   mallopt(M_TOP_PAD, 128 KiB) before the first request
+ *   calloc    grow with calloc instead of malloc
+ *   realloc   grow by realloc of each request from 1000 to 4000 bytes
+ *   regrow    free everything (the heap shrinks), report, grow again
+ *   fork      after growing, fork; the child grows as much again and
+ *             reports, the parent waits for it and reports
+ *   threads   four threads allocate and free 4000-byte requests while
+ *             the main thread grows the heap */
+#include <malloc.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define REQUEST 4000
+
+static size_t count;
+static unsigned char **blocks;
+static bool use_calloc, use_realloc;
+static volatile int stop_threads;
+
+static unsigned char *one(size_t i)
+{
+	unsigned char *p;
+
+	if (use_calloc) {
+		p = calloc(1, REQUEST);
+		if (p != NULL && p[REQUEST - 1] != 0)
+			exit(3);
+	} else if (use_realloc) {
+		p = malloc(1000);
+		if (p != NULL)
+			memset(p, (int)(i & 0xff), 1000);
+		p = p != NULL ? realloc(p, REQUEST) : NULL;
+	} else {
+		p = malloc(REQUEST);
+	}
+	if (p == NULL) {
+		fprintf(stderr, "request %zu failed\n", i);
+		exit(4);
+	}
+	memset(p, (int)(i & 0xff), REQUEST);
+	return p;
+}
+
+static void grow(void)
+{
+	for (size_t i = 0; i < count; i++)
+		blocks[i] = one(i);
+}
+
+static void check_and_free(void)
+{
+	for (size_t i = count; i-- > 0;) {
+		for (size_t k = 0; k < REQUEST; k += 512)
+			if (blocks[i][k] != (unsigned char)(i & 0xff))
+				exit(3);
+		free(blocks[i]);
+	}
+}
+
+static void check(void)
+{
+	for (size_t i = 0; i < count; i++)
+		if (blocks[i][0] != (unsigned char)(i & 0xff) ||
+		    blocks[i][REQUEST - 1] != (unsigned char)(i & 0xff))
+			exit(3);
+}
+
+/* The [heap] mappings of /proc/self/smaps. */
+static void report(size_t heap_mib)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	bool in_heap = false;
+	int vmas = 0, advised = 0;
+	long huge = 0, kib;
+	unsigned long start, end;
+
+	if (f == NULL)
+		exit(5);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (sscanf(line, "%lx-%lx ", &start, &end) == 2) {
+			in_heap = strstr(line, "[heap]") != NULL;
+			vmas += in_heap;
+		} else if (in_heap && sscanf(line, "AnonHugePages: %ld kB", &kib) == 1) {
+			huge += kib;
+		} else if (in_heap && strncmp(line, "VmFlags:", 8) == 0 && strstr(line, " hg") != NULL) {
+			advised = 1;
+		}
+	}
+	fclose(f);
+	printf("vmas=%d advised=%d huge_kib=%ld heap_mib=%zu\n", vmas, advised, huge, heap_mib);
+	fflush(stdout);
+}
+
+static void *churn(void *arg)
+{
+	(void)arg;
+	while (!stop_threads) {
+		void *p = malloc(REQUEST);
+
+		if (p == NULL)
+			exit(4);
+		memset(p, 7, REQUEST);
+		free(p);
+	}
+	return NULL;
+}
+
+static size_t heap_mib(const char *base)
+{
+	return (size_t)((const char *)sbrk(0) - base) >> 20;
+}
+
+int main(int argc, char **argv)
+{
+	size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 0;
+	pthread_t threads[4];
+	bool with_threads = false;
+	const char *base;
+
+	if (mib == 0) {
+		fprintf(stderr, "usage: preload_heap_grow MIB [mallopt|calloc|realloc|regrow|fork|threads]...\n");
+		return 2;
+	}
+	count = mib * 1024 * 1024 / REQUEST;
+	blocks = malloc(count * 2 * sizeof(*blocks));
+	if (blocks == NULL)
+		return 4;
+	base = sbrk(0);
+	for (int a = 2; a < argc; a++) {
+		if (strcmp(argv[a], "mallopt") == 0 && mallopt(M_TOP_PAD, 128 << 10) != 1)
+			return 6;
+		use_calloc |= strcmp(argv[a], "calloc") == 0;
+		use_realloc |= strcmp(argv[a], "realloc") == 0;
+		with_threads |= strcmp(argv[a], "threads") == 0;
+	}
+	for (int t = 0; with_threads && t < 4; t++)
+		if (pthread_create(&threads[t], NULL, churn, NULL) != 0)
+			return 7;
+	grow();
+	for (int a = 2; a < argc; a++) {
+		if (strcmp(argv[a], "regrow") == 0) {
+			check_and_free();
+			report(heap_mib(base));
+			grow();
+		} else if (strcmp(argv[a], "fork") == 0) {
+			pid_t pid = fork();
+			int status;
+
+			if (pid < 0)
+				return 8;
+			if (pid == 0) {
+				check();
+				blocks += count;
+				grow();
+				report(heap_mib(base));
+				_exit(0);
+			}
+			if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+			    WEXITSTATUS(status) != 0)
+				return 9;
+		}
+	}
+	stop_threads = 1;
+	for (int t = 0; with_threads && t < 4; t++)
+		pthread_join(threads[t], NULL);
+	check();
+	report(heap_mib(base));
+	return 0;
+}
