@@ -22,7 +22,7 @@
 static const char *preload, *grower;
 
 struct heap {
-	int vmas, advised;
+	int vmas, advised, refused;
 	long huge_kib, heap_mib;
 	long least_heap_mib; /* the smallest of the lines' */
 	int lines;
@@ -69,16 +69,16 @@ static struct heap run(const char *preload_path, const char *const *env_extra,
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		fail_msg("%s %s exited with status %#x; it said: %s", grower, args[0], status, out);
 	for (char *line = out; line != NULL && *line != '\0';) {
-		if (sscanf(line, "vmas=%d advised=%d huge_kib=%ld heap_mib=%ld", &h.vmas, &h.advised,
-			   &h.huge_kib, &h.heap_mib) == 4 &&
+		if (sscanf(line, "vmas=%d advised=%d refused=%d huge_kib=%ld heap_mib=%ld", &h.vmas,
+			   &h.advised, &h.refused, &h.huge_kib, &h.heap_mib) == 5 &&
 		    (h.lines++ == 0 || h.heap_mib < h.least_heap_mib))
 			h.least_heap_mib = h.heap_mib;
 		line = strchr(line, '\n');
 		line = line != NULL ? line + 1 : NULL;
 	}
 	assert_true(h.lines >= 1);
-	print_message("  %s: vmas=%d advised=%d huge=%ld KiB heap=%ld MiB\n", args[0], h.vmas,
-		      h.advised, h.huge_kib, h.heap_mib);
+	print_message("  %s: vmas=%d advised=%d refused=%d huge=%ld KiB heap=%ld MiB\n", args[0],
+		      h.vmas, h.advised, h.refused, h.huge_kib, h.heap_mib);
 	return h;
 }
 
@@ -93,9 +93,12 @@ static void need_madvise(void)
 
 #define ARGS(...) ((const char *const[]){ __VA_ARGS__, NULL })
 
-/* 200 MiB of 4000-byte requests: the heap passes the 32 MiB floor, gets
- * advice from there on, and the faults after it are huge ones; the advice
- * runs contiguously, so the heap stays in at most three mappings. */
+/* 200 MiB of 4000-byte requests: the heap passes the 32 MiB floor, and
+ * from there on its faults are huge ones: the range below the break where
+ * they happen is advised MADV_HUGEPAGE, what lies below it
+ * MADV_NOHUGEPAGE (khugepaged must not fill in what the program gives
+ * back); the advice runs contiguously, so the heap stays in at most four
+ * mappings. */
 static void heap_past_the_floor_gets_huge_pages(void **state)
 {
 	struct heap plain, h;
@@ -104,9 +107,11 @@ static void heap_past_the_floor_gets_huge_pages(void **state)
 	need_madvise();
 	plain = run(NULL, NULL, ARGS("200"));
 	assert_int_equal(plain.advised, 0);
+	assert_int_equal(plain.refused, 0);
 	h = run(preload, NULL, ARGS("200"));
 	assert_int_equal(h.advised, 1);
-	assert_true(h.vmas <= 3);
+	assert_int_equal(h.refused, 1);
+	assert_true(h.vmas <= 4);
 	/* Most of the 168 MiB past the floor: the first pad's worth is
 	 * faulted before the advice comes. */
 	assert_true(h.huge_kib >= 100 * 1024);
@@ -130,8 +135,8 @@ static void heap_below_the_floor_is_left_alone(void **state)
 }
 
 /* Freed from the top, the heap shrinks; grown again, the advice covers
- * it again, still in at most three mappings. */
-static void heap_that_shrinks_and_grows_again_stays_advised_in_three_mappings(void **state)
+ * it again, still in at most four mappings. */
+static void heap_that_shrinks_and_grows_again_stays_advised_in_four_mappings(void **state)
 {
 	struct heap h;
 
@@ -141,7 +146,7 @@ static void heap_that_shrinks_and_grows_again_stays_advised_in_three_mappings(vo
 	assert_int_equal(h.lines, 2);
 	assert_true(h.least_heap_mib < 32); /* it did shrink */
 	assert_int_equal(h.advised, 1);
-	assert_true(h.vmas <= 3);
+	assert_true(h.vmas <= 4);
 	assert_true(h.huge_kib > 0);
 }
 
@@ -240,17 +245,69 @@ static void heap_is_left_alone_without_thp_madvise(void **state)
 	assert_int_equal(restore_thp_mode(NULL), 0);
 }
 
+#define OVERCOMMIT "/proc/sys/vm/overcommit_memory"
+
+/* The mode before the test below changed it, or "" while unchanged. */
+static char overcommit_was[16];
+
+static int restore_overcommit(void **state)
+{
+	FILE *f;
+	int ok;
+
+	(void)state;
+	if (overcommit_was[0] == '\0')
+		return 0;
+	f = fopen(OVERCOMMIT, "w");
+	ok = f != NULL && fputs(overcommit_was, f) >= 0;
+	if (f != NULL && fclose(f) != 0)
+		ok = 0;
+	if (!ok) {
+		fprintf(stderr, "could not put %s back to %s\n", OVERCOMMIT, overcommit_was);
+		return -1;
+	}
+	overcommit_was[0] = '\0';
+	return 0;
+}
+
+/* Under strict overcommit the pad would be charged as committed memory. */
+static void heap_under_strict_overcommit_is_left_alone(void **state)
+{
+	char was[16] = "";
+	FILE *f;
+
+	(void)state;
+	need_madvise();
+	if (geteuid() != 0 || access(OVERCOMMIT, W_OK) != 0) {
+		print_message("skipped: changing %s needs root\n", OVERCOMMIT);
+		skip();
+	}
+	f = fopen(OVERCOMMIT, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(was, sizeof(was), f));
+	fclose(f);
+	memcpy(overcommit_was, was, sizeof(was));
+	f = fopen(OVERCOMMIT, "w");
+	assert_non_null(f);
+	assert_true(fputs("2", f) >= 0);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(run(preload, NULL, ARGS("60")).advised, 0);
+	assert_int_equal(restore_overcommit(NULL), 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest all[] = {
 		cmocka_unit_test(heap_past_the_floor_gets_huge_pages),
 		cmocka_unit_test(heap_grown_by_calloc_and_realloc_gets_huge_pages),
 		cmocka_unit_test(heap_below_the_floor_is_left_alone),
-		cmocka_unit_test(heap_that_shrinks_and_grows_again_stays_advised_in_three_mappings),
+		cmocka_unit_test(heap_that_shrinks_and_grows_again_stays_advised_in_four_mappings),
 		cmocka_unit_test(tuned_malloc_is_left_alone),
 		cmocka_unit_test(heap_under_a_data_limit_is_left_alone),
 		cmocka_unit_test(fork_and_threads_keep_the_heap_sound),
 		cmocka_unit_test_teardown(heap_is_left_alone_without_thp_madvise, restore_thp_mode),
+		cmocka_unit_test_teardown(heap_under_strict_overcommit_is_left_alone,
+					  restore_overcommit),
 	};
 
 	if (argc != 3) {

@@ -2,10 +2,11 @@
  * glibc's main heap with 4000-byte requests and reports what the kernel
  * made of the heap, as one line on stdout:
  *
- *   vmas=N advised=0|1 huge_kib=N heap_mib=N
+ *   vmas=N advised=0|1 refused=0|1 huge_kib=N heap_mib=N
  *
  * vmas: the [heap] mappings; advised: one of them is MADV_HUGEPAGE ("hg"
- * in VmFlags); huge_kib: their AnonHugePages. Every byte written is read
+ * in VmFlags); refused: one is MADV_NOHUGEPAGE ("nh"); huge_kib: their
+ * AnonHugePages. Every byte written is read
  * back before the report; a mismatch exits 3.
  *
  * Usage: preload_heap_grow MIB [STEP...]; each STEP in order:
@@ -87,7 +88,7 @@ static void report(size_t heap_mib)
 	FILE *f = fopen("/proc/self/smaps", "r");
 	char line[512];
 	bool in_heap = false;
-	int vmas = 0, advised = 0;
+	int vmas = 0, advised = 0, refused = 0;
 	long huge = 0, kib;
 	unsigned long start, end;
 
@@ -99,12 +100,14 @@ static void report(size_t heap_mib)
 			vmas += in_heap;
 		} else if (in_heap && sscanf(line, "AnonHugePages: %ld kB", &kib) == 1) {
 			huge += kib;
-		} else if (in_heap && strncmp(line, "VmFlags:", 8) == 0 && strstr(line, " hg") != NULL) {
-			advised = 1;
+		} else if (in_heap && strncmp(line, "VmFlags:", 8) == 0) {
+			advised |= strstr(line, " hg") != NULL;
+			refused |= strstr(line, " nh") != NULL;
 		}
 	}
 	fclose(f);
-	printf("vmas=%d advised=%d huge_kib=%ld heap_mib=%zu\n", vmas, advised, huge, heap_mib);
+	printf("vmas=%d advised=%d refused=%d huge_kib=%ld heap_mib=%zu\n", vmas, advised, refused,
+	       huge, heap_mib);
 	fflush(stdout);
 }
 

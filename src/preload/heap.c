@@ -12,11 +12,11 @@
  * So hugezero waits until the heap has grown past HEAP_FLOOR, which
  * programs that use their heap briefly or sparsely rarely reach, then asks
  * glibc (mallopt) to grow it HEAP_PAD ahead of use and advises
- * MADV_HUGEPAGE from there up to the last 2 MiB boundary below the break:
- * the program's next faults in that range are huge ones. The advice always
- * starts at the same address and runs contiguously, so the kernel merges
- * the heap back into at most three mappings however often it grows and
- * shrinks (advising only each growth split a 200 MiB heap into 51).
+ * MADV_HUGEPAGE on the range below the break where the program's next
+ * requests fault (advise below): those faults are huge ones. The advice
+ * runs contiguously, so the kernel merges the heap back into at most four
+ * mappings however often it grows and shrinks (advising each growth alone
+ * split a 200 MiB heap into 51).
  *
  * The break is glibc's __curbrk, which the shim compares with the value
  * seen last on its medium path (shim_abi.h): a changed break costs one
@@ -55,6 +55,10 @@
  * never whole, and the heap stayed on 4 KiB pages; 8 MiB put 75% of ld's
  * heap on huge pages. glibc keeps the pad on every growth. */
 #define HEAP_PAD ((int)(8 << 20))
+/* Twice the pad: the advice covers the range the program's next requests
+ * fault in, between the break less the pad and the break, with room for
+ * requests larger than the gap between its checks. */
+#define HEAP_WINDOW ((uintptr_t)2 * HEAP_PAD)
 /* Twice the pad: a heap trimmed back to its pad is not trimmed again at
  * the next free. */
 #define HEAP_TRIM (2 * HEAP_PAD)
@@ -72,8 +76,8 @@ static uintptr_t advise_from;   /* where the advice starts, once active */
 static int busy;                /* one thread acts at a time; others go on */
 /* The program set a value this module sets, before or after it did. */
 static int program_tuned;
-/* The program set a limit on its data or address space (limits.c). */
-static int limited;
+/* The watch is to end (hz_heap_end). */
+static int ending;
 static struct hz_shim_fast *fast;
 
 /* Whether the environment tuned glibc's heap: then its settings stay. */
@@ -102,32 +106,41 @@ static bool next_is_glibc(const struct hz_next *next)
 	return strncmp(base, "libc.so", 7) == 0;
 }
 
-/* The pad is memory glibc asks for ahead of use: under a limit on data
- * or address space, or strict overcommit, it could turn a request glibc
- * would have served into a failure. */
-static const char *limit_reason(void)
-{
-	if (hz_prim_data_limited() || hz_prim_address_space_limit() != UINT64_MAX)
-		return "RLIMIT_DATA or RLIMIT_AS is set";
-	if (!hz_os()->overcommits)
-		return "vm.overcommit_memory is 2";
-	return NULL;
-}
-
-/* Why the heap is left alone, or NULL. */
+/* Why the heap is left alone, or NULL, at start-up. The pad is memory
+ * glibc asks for ahead of use: under a limit on data or address space it
+ * could turn a request glibc would have served into a failure (a limit
+ * set later ends the watch: hz_heap_end). hz_os() is not read here: its
+ * facts are kept from the first call, which must come as late as it did
+ * without this module (a program may set vm.overcommit_memory first). */
 static const char *reason_to_leave(const struct hz_next *next)
 {
 	if (!hz_option_u64(HZ_OPT_HEAP))
 		return "HUGEZERO_HEAP=0";
 	if (next->next_mallopt == NULL || !next_is_glibc(next))
 		return "the next allocator is not glibc's";
-	if (hz_os()->thp.mode != HZ_THP_MADVISE || hz_os()->pmd_size != HZ_SZ_2M)
-		return "THP is not in madvise mode";
 	if (hz_prim_thp_disable_flags() == 1)
 		return "THP is disabled for this process";
 	if (tuned_by_environment())
 		return "glibc's malloc is tuned by the environment";
-	return limit_reason();
+	if (hz_prim_data_limited() || hz_prim_address_space_limit() != UINT64_MAX)
+		return "RLIMIT_DATA or RLIMIT_AS is set";
+	return NULL;
+}
+
+/* Why the heap is left alone, or NULL, when it reaches the floor: THP is
+ * not in madvise mode (under "always" the kernel decides alone), or
+ * strict overcommit would charge the pad. */
+static const char *reason_at_floor(void)
+{
+	const struct hz_os *os = hz_os();
+
+	if (os->thp.mode != HZ_THP_MADVISE || os->pmd_size != HZ_SZ_2M)
+		return "THP is not in madvise mode";
+	if (!os->overcommits)
+		return "vm.overcommit_memory is 2";
+	if (__atomic_load_n(&program_tuned, __ATOMIC_RELAXED))
+		return "the program tunes glibc's malloc";
+	return NULL;
 }
 
 void hz_heap_start(const struct hz_next *next, struct hz_shim_fast *shim)
@@ -189,10 +202,10 @@ static bool tune_glibc(void)
 
 static void activate(uintptr_t brk)
 {
-	const char *why = limit_reason();
+	const char *why = reason_at_floor();
 
-	if (why == NULL && (__atomic_load_n(&program_tuned, __ATOMIC_RELAXED) || !tune_glibc()))
-		why = "the program tunes glibc's malloc";
+	if (why == NULL && !tune_glibc())
+		why = "glibc refused a setting";
 	if (why != NULL) {
 		hz_debug("glibc's heap stays on 4 KiB pages: %s", why);
 		stop();
@@ -204,19 +217,31 @@ static void activate(uintptr_t brk)
 		(size_t)(HEAP_FLOOR >> 20), (void *)advise_from);
 }
 
-/* Advise from advise_from to the last 2 MiB boundary below the break. A
- * heap trimmed meanwhile makes part of it unmapped (ENOMEM, the rest is
+/* Advise the window below the last 2 MiB boundary under the break
+ * MADV_HUGEPAGE and what lies between advise_from and the window
+ * MADV_NOHUGEPAGE. Faults happen in the window, which the pad keeps ahead
+ * of use; below it the heap is on the pages it faulted in and stays so:
+ * khugepaged, which collapses a range of advised memory with a single
+ * page present, never fills in what the program gave back below
+ * (malloc_trim) or never touched. Each flag keeps one mapping, so the
+ * heap is at most four (before the floor, below the window, the window,
+ * the rest up to the break) however often it grows and shrinks. A heap
+ * trimmed meanwhile makes part of a range unmapped (ENOMEM: the rest is
  * advised all the same); a refusal (EINVAL, EPERM) ends the watch. */
 static void advise(uintptr_t brk)
 {
-	uintptr_t end = hz_align_down(brk, HZ_SZ_2M);
-	int ret;
+	uintptr_t end = hz_align_down(brk, HZ_SZ_2M), window;
+	int ret = 0;
 
 	if (end <= advise_from)
 		return;
-	ret = hz_prim_madvise((void *)advise_from, end - advise_from, MADV_HUGEPAGE);
+	window = end - advise_from > HEAP_WINDOW ? end - HEAP_WINDOW : advise_from;
+	if (window > advise_from)
+		ret = hz_prim_madvise((void *)advise_from, window - advise_from, MADV_NOHUGEPAGE);
+	if (ret == 0 || ret == -ENOMEM)
+		ret = hz_prim_madvise((void *)window, end - window, MADV_HUGEPAGE);
 	if (ret != 0 && ret != -ENOMEM) {
-		hz_debug("glibc's heap: MADV_HUGEPAGE refused (error %d); no more advice", -ret);
+		hz_debug("glibc's heap: madvise refused (error %d); no more advice", -ret);
 		stop();
 	}
 }
@@ -224,14 +249,14 @@ static void advise(uintptr_t brk)
 /* 128 KiB: glibc's own growth step, which it keeps with top_pad 0. */
 #define GLIBC_TOP_PAD ((int)(128 << 10))
 
-/* Called holding busy, once limited is set. */
-static void end_for_limit(void)
+/* Called holding busy, once ending is set. */
+static void end_watch(void)
 {
 	if (__atomic_load_n(&state, __ATOMIC_RELAXED) == HEAP_ACTIVE &&
 	    !__atomic_load_n(&program_tuned, __ATOMIC_RELAXED))
 		(void)hz_next.next_mallopt(M_TOP_PAD, GLIBC_TOP_PAD);
 	if (watching()) {
-		hz_debug("glibc's heap: a limit was set; it grows as glibc grows it from now on");
+		hz_debug("glibc's heap grows as glibc grows it from now on");
 		stop();
 	}
 }
@@ -245,8 +270,8 @@ HZ_PRIVATE_API void hz_preload_heap_moved(void)
 	brk = __atomic_load_n(curbrk, __ATOMIC_RELAXED);
 	if (floor_break == 0)
 		floor_break = brk;
-	if (__atomic_load_n(&limited, __ATOMIC_RELAXED)) {
-		end_for_limit();
+	if (__atomic_load_n(&ending, __ATOMIC_RELAXED)) {
+		end_watch();
 	} else if (watching() && !hz_preload_forking) {
 		if (__atomic_load_n(&state, __ATOMIC_RELAXED) == HEAP_WATCHING &&
 		    brk - floor_break >= HEAP_FLOOR)
@@ -266,12 +291,12 @@ void hz_heap_program_tunes(int param)
 
 /* Never waits (setrlimit may come from a signal handler that interrupted
  * a thread in hz_preload_heap_moved): when busy, the next look ends it. */
-void hz_heap_limited(void)
+void hz_heap_end(void)
 {
-	__atomic_store_n(&limited, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&ending, 1, __ATOMIC_RELAXED);
 	if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
 		return;
-	end_for_limit();
+	end_watch();
 	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
 }
 

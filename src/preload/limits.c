@@ -56,7 +56,7 @@ HZ_PRIVATE_API void hz_preload_setrlimit(int resource, const struct rlimit *rl)
 	if ((resource != RLIMIT_AS && resource != RLIMIT_DATA) || rl == NULL ||
 	    rl->rlim_cur == RLIM_INFINITY || !__atomic_load_n(&hz_preload_active, __ATOMIC_ACQUIRE))
 		return;
-	hz_heap_limited();
+	hz_heap_end();
 	if (resource == RLIMIT_AS) {
 		shrink_for((uint64_t)rl->rlim_cur);
 	} else {

@@ -288,6 +288,7 @@ HZ_PRIVATE_API void hz_preload_step_aside(void)
 {
 	bool active = __atomic_exchange_n(&hz_preload_active, 0, __ATOMIC_ACQ_REL);
 
+	hz_heap_end();
 	if (!__atomic_exchange_n(&routing, 0, __ATOMIC_ACQ_REL))
 		return;
 	if (shim_fast != NULL)
