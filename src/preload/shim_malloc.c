@@ -2,7 +2,9 @@
  * allocator, and the library's entry for everything else.
  *
  * Each call is a compare and a tail call to the next allocator when the
- * request is small (and the pointer neither a block nor the bootstrap's);
+ * request is small (and the pointer neither a block nor the bootstrap's;
+ * from 1 KiB up, while glibc's heap is watched, after a second compare:
+ * whether its break moved, heap.c);
  * anything else, and every call before start-up completed, goes to the
  * library through a cold function of its own, so the fast path keeps no
  * frame. The pairs below repeat that shape on purpose: each has its own
