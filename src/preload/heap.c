@@ -26,8 +26,9 @@
  * Left alone: a program or user that tuned glibc's malloc (MALLOC_*_
  * variables, glibc.malloc.* tunables, the program's own mallopt of a value
  * we set), a next allocator that is not glibc's, THP not in madvise mode
- * or disabled for the process, and a process under a seccomp filter
- * (start.c steps aside before this starts). */
+ * or disabled for the process, a limit on data or address space, strict
+ * overcommit, and a process under a seccomp filter (start.c steps aside
+ * before this starts, or calls hz_heap_end when a filter comes later). */
 
 #include <dlfcn.h>
 #include <malloc.h>
