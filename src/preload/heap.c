@@ -107,36 +107,39 @@ static bool next_is_glibc(const struct hz_next *next)
 	return strncmp(base, "libc.so", 7) == 0;
 }
 
-/* Why the heap is left alone, or NULL, at start-up. The pad is memory
- * glibc asks for ahead of use: under a limit on data or address space it
- * could turn a request glibc would have served into a failure (a limit
- * set later ends the watch: hz_heap_end). hz_os() is not read here: its
- * facts are kept from the first call, which must come as late as it did
- * without this module (a program may set vm.overcommit_memory first). */
+/* Why the heap is left alone, or NULL, at start-up, which makes no
+ * system call for it (tests/fault/walk.c checks what start-up calls). */
 static const char *reason_to_leave(const struct hz_next *next)
 {
 	if (!hz_option_u64(HZ_OPT_HEAP))
 		return "HUGEZERO_HEAP=0";
 	if (next->next_mallopt == NULL || !next_is_glibc(next))
 		return "the next allocator is not glibc's";
-	if (hz_prim_thp_disable_flags() == 1)
-		return "THP is disabled for this process";
 	if (tuned_by_environment())
 		return "glibc's malloc is tuned by the environment";
-	if (hz_prim_data_limited() || hz_prim_address_space_limit() != UINT64_MAX)
-		return "RLIMIT_DATA or RLIMIT_AS is set";
 	return NULL;
 }
 
 /* Why the heap is left alone, or NULL, when it reaches the floor: THP is
- * not in madvise mode (under "always" the kernel decides alone), or
- * strict overcommit would charge the pad. */
+ * not in madvise mode (under "always" the kernel decides alone) or off
+ * for the process; or the pad, memory glibc asks for ahead of use, could
+ * turn a request glibc would have served into a failure: under a limit on
+ * data or address space (a limit set later ends the watch: hz_heap_end),
+ * or when strict overcommit charges it. hz_os() is read here, not at
+ * start-up: its facts are kept from the first call, which must come as
+ * late as it did without this module (a program may set
+ * vm.overcommit_memory first). These calls are the ones the first large
+ * block makes too. */
 static const char *reason_at_floor(void)
 {
 	const struct hz_os *os = hz_os();
 
 	if (os->thp.mode != HZ_THP_MADVISE || os->pmd_size != HZ_SZ_2M)
 		return "THP is not in madvise mode";
+	if (hz_prim_thp_disable_flags() == 1)
+		return "THP is disabled for this process";
+	if (hz_prim_data_limited() || hz_prim_address_space_limit() != UINT64_MAX)
+		return "RLIMIT_DATA or RLIMIT_AS is set";
 	if (!os->overcommits)
 		return "vm.overcommit_memory is 2";
 	if (__atomic_load_n(&program_tuned, __ATOMIC_RELAXED))
