@@ -150,6 +150,22 @@ static void heap_that_shrinks_and_grows_again_stays_advised_in_four_mappings(voi
 	assert_true(h.huge_kib > 0);
 }
 
+/* Trimmed back into the advised range and grown again, 40 times, a
+ * little higher each time: each trim leaves a new mapping behind where
+ * the heap grows back into advised ground (44 mappings when the advice
+ * followed it), so the advice does not follow it below the heap's peak. */
+static void heap_that_seesaws_stays_in_few_mappings(void **state)
+{
+	struct heap h;
+
+	(void)state;
+	need_madvise();
+	h = run(preload, NULL, ARGS("100", "seesaw"));
+	assert_int_equal(h.advised, 1);
+	assert_true(h.vmas <= 8);
+	assert_true(h.huge_kib >= 32 * 1024);
+}
+
 /* What a user or program tuned stays as they set it. */
 static void tuned_malloc_is_left_alone(void **state)
 {
@@ -302,6 +318,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(heap_grown_by_calloc_and_realloc_gets_huge_pages),
 		cmocka_unit_test(heap_below_the_floor_is_left_alone),
 		cmocka_unit_test(heap_that_shrinks_and_grows_again_stays_advised_in_four_mappings),
+		cmocka_unit_test(heap_that_seesaws_stays_in_few_mappings),
 		cmocka_unit_test(tuned_malloc_is_left_alone),
 		cmocka_unit_test(heap_under_a_data_limit_is_left_alone),
 		cmocka_unit_test(fork_and_threads_keep_the_heap_sound),

@@ -17,7 +17,10 @@
  *   fork      after growing, fork; the child grows as much again and
  *             reports, the parent waits for it and reports
  *   threads   four threads allocate and free 4000-byte requests while
- *             the main thread grows the heap */
+ *             the main thread grows the heap
+ *   seesaw    40 times, free the last quarter of the requests (glibc
+ *             trims the heap) and make a twentieth more than that: the
+ *             heap shrinks and grows again a little higher each time */
 #include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -71,6 +74,23 @@ static void check_and_free(void)
 			if (blocks[i][k] != (unsigned char)(i & 0xff))
 				exit(3);
 		free(blocks[i]);
+	}
+}
+
+static void seesaw(void)
+{
+	size_t quarter = count / 4;
+
+	for (int round = 0; round < 40; round++) {
+		for (size_t i = count; i-- > count - quarter;) {
+			if (blocks[i][0] != (unsigned char)(i & 0xff))
+				exit(3);
+			free(blocks[i]);
+		}
+		count -= quarter;
+		for (size_t i = count; i < count + quarter + quarter / 5; i++)
+			blocks[i] = one(i);
+		count += quarter + quarter / 5;
 	}
 }
 
@@ -138,11 +158,11 @@ int main(int argc, char **argv)
 	const char *base;
 
 	if (mib == 0) {
-		fprintf(stderr, "usage: preload_heap_grow MIB [mallopt|calloc|realloc|regrow|fork|threads]...\n");
+		fprintf(stderr, "usage: preload_heap_grow MIB [mallopt|calloc|realloc|regrow|fork|threads|seesaw]...\n");
 		return 2;
 	}
 	count = mib * 1024 * 1024 / REQUEST;
-	blocks = malloc(count * 2 * sizeof(*blocks));
+	blocks = malloc(count * 4 * sizeof(*blocks)); /* fork and seesaw grow on */
 	if (blocks == NULL)
 		return 4;
 	base = sbrk(0);
@@ -158,7 +178,9 @@ int main(int argc, char **argv)
 			return 7;
 	grow();
 	for (int a = 2; a < argc; a++) {
-		if (strcmp(argv[a], "regrow") == 0) {
+		if (strcmp(argv[a], "seesaw") == 0) {
+			seesaw();
+		} else if (strcmp(argv[a], "regrow") == 0) {
 			check_and_free();
 			report(heap_mib(base));
 			grow();

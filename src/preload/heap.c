@@ -14,9 +14,9 @@
  * glibc (mallopt) to grow it HEAP_PAD ahead of use and advises
  * MADV_HUGEPAGE on the range below the break where the program's next
  * requests fault (advise below): those faults are huge ones. The advice
- * runs contiguously, so the kernel merges the heap back into at most four
- * mappings however often it grows and shrinks (advising each growth alone
- * split a 200 MiB heap into 51).
+ * runs contiguously, so the kernel merges a growing heap back into at
+ * most four mappings (advising each growth alone split a 200 MiB heap
+ * into 51), and one trimmed and grown again gains few (shrunk).
  *
  * The break is glibc's __curbrk, which the shim compares with the value
  * seen last on its medium path (shim_abi.h): a changed break costs one
@@ -73,7 +73,10 @@ enum heap_state { HEAP_OFF, HEAP_WATCHING, HEAP_ACTIVE };
 static int state = HEAP_OFF;
 static const uintptr_t *curbrk; /* glibc's __curbrk */
 static uintptr_t floor_break;   /* the first nonzero break seen */
-static uintptr_t advise_from;   /* where the advice starts, once active */
+static uintptr_t floor_advice;  /* where the advice started at the floor */
+static uintptr_t advise_from;   /* where it starts now (shrunk) */
+static uintptr_t advised_to;    /* the highest end advised */
+static uintptr_t high_water;    /* the highest break seen */
 static int busy;                /* one thread acts at a time; others go on */
 /* The program set a value this module sets, before or after it did. */
 static int program_tuned;
@@ -215,7 +218,8 @@ static void activate(uintptr_t brk)
 		stop();
 		return;
 	}
-	advise_from = hz_align_up(brk, HZ_SZ_2M);
+	floor_advice = advise_from = hz_align_up(brk, HZ_SZ_2M);
+	high_water = brk;
 	__atomic_store_n(&state, HEAP_ACTIVE, __ATOMIC_RELAXED);
 	hz_info("glibc's heap passed %zu MiB: its growth from %p on gets huge pages",
 		(size_t)(HEAP_FLOOR >> 20), (void *)advise_from);
@@ -227,14 +231,16 @@ static void activate(uintptr_t brk)
  * of use; below it the heap is on the pages it faulted in and stays so:
  * khugepaged, which collapses a range of advised memory with a single
  * page present, never fills in what the program gave back below
- * (malloc_trim) or never touched. Each flag keeps one mapping, so the
- * heap is at most four (before the floor, below the window, the window,
- * the rest up to the break) however often it grows and shrinks. A heap
+ * (malloc_trim) or never touched. Each flag keeps one mapping, so a
+ * growing heap is at most four (before the floor, below the window, the
+ * window, the top) however long it grows; see shrunk for one that also
+ * shrinks. The top, up to the break, keeps glibc's flags (a break on a
+ * 2 MiB boundary leaves its last 2 MiB out): brk extends it. A heap
  * trimmed meanwhile makes part of a range unmapped (ENOMEM: the rest is
  * advised all the same); a refusal (EINVAL, EPERM) ends the watch. */
 static void advise(uintptr_t brk)
 {
-	uintptr_t end = hz_align_down(brk, HZ_SZ_2M), window;
+	uintptr_t end = hz_align_down(brk - 1, HZ_SZ_2M), window;
 	int ret = 0;
 
 	if (end <= advise_from)
@@ -248,6 +254,44 @@ static void advise(uintptr_t brk)
 		hz_debug("glibc's heap: madvise refused (error %d); no more advice", -ret);
 		stop();
 	}
+	advised_to = end > advised_to ? end : advised_to;
+}
+
+/* glibc trimmed the heap to brk. Into an advised range, it leaves an
+ * advised mapping on top, which brk cannot extend: the next growth makes
+ * a mapping of its own, whose first fault (glibc's own, before this sees
+ * the break) gives it an anon_vma of its own, and the kernel never merges
+ * mappings with different ones. Advised again, ground given back and
+ * grown again would split anew at each trim (a heap trimmed and regrown
+ * 40 times, a little higher each time, was in 44 mappings; in 6 so), so
+ * the advice starts over above the highest break seen: the heap gains
+ * mappings only where it grows past its peak. Below the floor's advice
+ * no advised mapping is left, and the heap is as it was at the floor.
+ * Real programs rarely trim here (twice in one round of bench/run-apps);
+ * a trim this never sees, grown back through requests under 1 KiB alone,
+ * leaves one mapping more. */
+static void shrunk(uintptr_t brk)
+{
+	if (brk <= floor_advice) {
+		advise_from = floor_advice;
+		advised_to = 0;
+		high_water = brk;
+	} else if (brk < advised_to) {
+		uintptr_t above = hz_align_up(high_water, HZ_SZ_2M);
+
+		advise_from = above > advise_from ? above : advise_from;
+		hz_debug("glibc trimmed its heap to %p: advice from %p on", (void *)brk,
+			 (void *)advise_from);
+	}
+}
+
+/* The break moved from seen to brk, the heap being active. */
+static void look(uintptr_t brk, uintptr_t seen)
+{
+	if (brk < seen)
+		shrunk(brk);
+	high_water = brk > high_water ? brk : high_water;
+	advise(brk);
 }
 
 /* 128 KiB: glibc's own growth step, which it keeps with top_pad 0. */
@@ -281,7 +325,7 @@ HZ_PRIVATE_API void hz_preload_heap_moved(void)
 		    brk - floor_break >= HEAP_FLOOR)
 			activate(brk);
 		if (__atomic_load_n(&state, __ATOMIC_RELAXED) == HEAP_ACTIVE)
-			advise(brk);
+			look(brk, __atomic_load_n(&fast->heap_seen, __ATOMIC_RELAXED));
 	}
 	__atomic_store_n(&fast->heap_seen, brk, __ATOMIC_RELAXED);
 	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
