@@ -18,6 +18,10 @@
  *             reports, the parent waits for it and reports
  *   threads   four threads allocate and free 4000-byte requests while
  *             the main thread grows the heap
+ *   shrinkfirst  before anything else, 20 MiB of 500-byte requests
+ *             (which the preload never looks at), one 4000-byte one, all
+ *             freed and malloc_trim(0): the heap ends below where the
+ *             preload saw it first
  *   seesaw    40 times, free the last quarter of the requests (glibc
  *             trims the heap) and make a twentieth more than that: the
  *             heap shrinks and grows again a little higher each time */
@@ -94,6 +98,25 @@ static void seesaw(void)
 	}
 }
 
+static void shrink_first(void)
+{
+	size_t n = (20u << 20) / 500;
+	void **small = malloc(n * sizeof(*small));
+	void *seen;
+
+	if (small == NULL)
+		exit(4);
+	for (size_t i = 0; i < n; i++)
+		if ((small[i] = malloc(500)) == NULL)
+			exit(4);
+	seen = malloc(REQUEST);
+	free(seen);
+	for (size_t i = 0; i < n; i++)
+		free(small[i]);
+	free(small);
+	malloc_trim(0);
+}
+
 static void check(void)
 {
 	for (size_t i = 0; i < count; i++)
@@ -158,7 +181,7 @@ int main(int argc, char **argv)
 	const char *base;
 
 	if (mib == 0) {
-		fprintf(stderr, "usage: preload_heap_grow MIB [mallopt|calloc|realloc|regrow|fork|threads|seesaw]...\n");
+		fprintf(stderr, "usage: preload_heap_grow MIB [mallopt|calloc|realloc|regrow|fork|threads|seesaw|shrinkfirst]...\n");
 		return 2;
 	}
 	count = mib * 1024 * 1024 / REQUEST;
@@ -173,6 +196,9 @@ int main(int argc, char **argv)
 		use_realloc |= strcmp(argv[a], "realloc") == 0;
 		with_threads |= strcmp(argv[a], "threads") == 0;
 	}
+	for (int a = 2; a < argc; a++)
+		if (strcmp(argv[a], "shrinkfirst") == 0)
+			shrink_first();
 	for (int t = 0; with_threads && t < 4; t++)
 		if (pthread_create(&threads[t], NULL, churn, NULL) != 0)
 			return 7;

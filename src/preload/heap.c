@@ -72,7 +72,7 @@ enum heap_state { HEAP_OFF, HEAP_WATCHING, HEAP_ACTIVE };
 
 static int state = HEAP_OFF;
 static const uintptr_t *curbrk; /* glibc's __curbrk */
-static uintptr_t floor_break;   /* the first nonzero break seen */
+static uintptr_t floor_break;   /* the lowest nonzero break seen */
 static uintptr_t floor_advice;  /* where the advice started at the floor */
 static uintptr_t advise_from;   /* where it starts now (shrunk) */
 static uintptr_t advised_to;    /* the highest end advised */
@@ -316,7 +316,9 @@ HZ_PRIVATE_API void hz_preload_heap_moved(void)
 	if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
 		return;
 	brk = __atomic_load_n(curbrk, __ATOMIC_RELAXED);
-	if (floor_break == 0)
+	/* The growth is counted from the lowest break: a heap trimmed below
+	 * the first one seen must not look 32 MiB larger (unsigned wrap). */
+	if (floor_break == 0 || brk < floor_break)
 		floor_break = brk;
 	if (__atomic_load_n(&ending, __ATOMIC_RELAXED)) {
 		end_watch();
