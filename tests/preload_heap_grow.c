@@ -22,16 +22,24 @@
  *             (which the preload never looks at), one 4000-byte one, all
  *             freed and malloc_trim(0): the heap ends below where the
  *             preload saw it first
+ *   sigrlimit after growing, 12 forked children (each with a second,
+ *             sleeping thread, so glibc locks its arena) make and free
+ *             requests of 64 B-4 KiB until a timer's signal handler, at
+ *             1-21 ms, calls setrlimit(RLIMIT_DATA, 32 TiB): none may hang
+ *             (5 s) or crash
  *   seesaw    40 times, free the last quarter of the requests (glibc
  *             trims the heap) and make a twentieth more than that: the
  *             heap shrinks and grows again a little higher each time */
 #include <malloc.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define REQUEST 4000
@@ -117,6 +125,90 @@ static void shrink_first(void)
 	malloc_trim(0);
 }
 
+static volatile sig_atomic_t limit_set;
+
+static void set_limit(int sig)
+{
+	struct rlimit rl = { (rlim_t)1 << 45, RLIM_INFINITY };
+
+	(void)sig;
+	setrlimit(RLIMIT_DATA, &rl);
+	limit_set = 1;
+}
+
+static void *sleep_on(void *arg)
+{
+	sigset_t all;
+
+	(void)arg;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	for (;;)
+		pause();
+	return NULL;
+}
+
+static double seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* One child: churn until the handler ran, and 50 ms more. */
+static int limit_in_handler(unsigned seed)
+{
+	struct sigevent sev = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGUSR1 };
+	struct itimerspec its = { .it_value = { 0, 1000000 + (long)(seed % 20000000) } };
+	void *small[64];
+	double start = seconds();
+	pthread_t sleeper;
+	timer_t timer;
+
+	if (pthread_create(&sleeper, NULL, sleep_on, NULL) != 0 || signal(SIGUSR1, set_limit) == SIG_ERR ||
+	    timer_create(CLOCK_MONOTONIC, &sev, &timer) != 0 || timer_settime(timer, 0, &its, NULL) != 0)
+		return 11;
+	while (!limit_set || seconds() - start < 0.05) {
+		for (int k = 0; k < 64; k++) {
+			seed = seed * 1103515245u + 12345u;
+			small[k] = malloc(k & 1 ? 64 + seed % 64 : 1100 + seed % 3000);
+		}
+		for (int k = 0; k < 64; k++)
+			free(small[(k * 37) % 64]);
+		if (seconds() - start > 3)
+			return 12;
+	}
+	return 0;
+}
+
+static void limits_in_handlers(void)
+{
+	for (unsigned i = 0; i < 12; i++) {
+		pid_t pid = fork();
+		double start = seconds();
+		int status = 0;
+		pid_t w;
+
+		if (pid < 0)
+			exit(8);
+		if (pid == 0)
+			_exit(limit_in_handler(i * 2654435761u));
+		while ((w = waitpid(pid, &status, WNOHANG)) == 0 && seconds() - start < 5)
+			usleep(2000);
+		if (w == 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			fprintf(stderr, "child %u hung\n", i);
+			exit(10);
+		}
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+			fprintf(stderr, "child %u ended with status %#x\n", i, status);
+			exit(10);
+		}
+	}
+}
+
 static void check(void)
 {
 	for (size_t i = 0; i < count; i++)
@@ -181,7 +273,7 @@ int main(int argc, char **argv)
 	const char *base;
 
 	if (mib == 0) {
-		fprintf(stderr, "usage: preload_heap_grow MIB [mallopt|calloc|realloc|regrow|fork|threads|seesaw|shrinkfirst]...\n");
+		fprintf(stderr, "usage: preload_heap_grow MIB [mallopt|calloc|realloc|regrow|fork|threads|seesaw|shrinkfirst|sigrlimit]...\n");
 		return 2;
 	}
 	count = mib * 1024 * 1024 / REQUEST;
@@ -206,6 +298,8 @@ int main(int argc, char **argv)
 	for (int a = 2; a < argc; a++) {
 		if (strcmp(argv[a], "seesaw") == 0) {
 			seesaw();
+		} else if (strcmp(argv[a], "sigrlimit") == 0) {
+			limits_in_handlers();
 		} else if (strcmp(argv[a], "regrow") == 0) {
 			check_and_free();
 			report(heap_mib(base));

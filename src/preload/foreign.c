@@ -55,6 +55,7 @@
 #include "../range.h"
 #include "../recycle.h"
 #include "../sizes.h"
+#include "heap.h"
 #include "preload.h"
 
 #ifndef MADV_COLD
@@ -141,6 +142,9 @@ static int future_locked;
 
 HZ_PRIVATE_API void hz_foreign_lock_all_begin(int flags)
 {
+	/* Locked, glibc's pad would be locked memory ahead of use. */
+	if (flags & MCL_FUTURE)
+		hz_heap_end();
 	if (!active() || !(flags & (MCL_CURRENT | MCL_FUTURE)))
 		return;
 	if (flags & MCL_FUTURE)

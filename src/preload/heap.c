@@ -76,6 +76,7 @@ static uintptr_t floor_break;   /* the lowest nonzero break seen */
 static uintptr_t floor_advice;  /* where the advice started at the floor */
 static uintptr_t advise_from;   /* where it starts now (shrunk) */
 static uintptr_t advised_to;    /* the highest end advised */
+static uintptr_t advised_last;  /* the end advised last */
 static uintptr_t high_water;    /* the highest break seen */
 static int busy;                /* one thread acts at a time; others go on */
 /* The program set a value this module sets, before or after it did. */
@@ -123,6 +124,14 @@ static const char *reason_to_leave(const struct hz_next *next)
 	return NULL;
 }
 
+/* A limit on data or address space; read at the floor and at each move
+ * from then on, for a limit set where the shim does not see it (another
+ * process's prlimit, a raw system call). */
+static bool limited(void)
+{
+	return hz_prim_data_limited() || hz_prim_address_space_limit() != UINT64_MAX;
+}
+
 /* Why the heap is left alone, or NULL, when it reaches the floor: THP is
  * not in madvise mode (under "always" the kernel decides alone) or off
  * for the process; or the pad, memory glibc asks for ahead of use, could
@@ -141,7 +150,7 @@ static const char *reason_at_floor(void)
 		return "THP is not in madvise mode";
 	if (hz_prim_thp_disable_flags() == 1)
 		return "THP is disabled for this process";
-	if (hz_prim_data_limited() || hz_prim_address_space_limit() != UINT64_MAX)
+	if (limited())
 		return "RLIMIT_DATA or RLIMIT_AS is set";
 	if (!os->overcommits)
 		return "vm.overcommit_memory is 2";
@@ -182,14 +191,21 @@ static bool watching(void)
 
 size_t hz_heap_quiet_below(size_t small_below)
 {
-	return watching() && small_below > HEAP_WATCH_FROM ? HEAP_WATCH_FROM : small_below;
+	if (!watching())
+		return small_below;
+	if (__atomic_load_n(&ending, __ATOMIC_SEQ_CST))
+		return 0;
+	return small_below > HEAP_WATCH_FROM ? HEAP_WATCH_FROM : small_below;
 }
 
-/* The shim stops looking at the break. */
+/* The shim stops looking at the break: its fast path is as without this
+ * module. */
 static void stop(void)
 {
 	__atomic_store_n(&state, HEAP_OFF, __ATOMIC_RELAXED);
 	__atomic_store_n(&fast->heap_break, NULL, __ATOMIC_RELEASE);
+	__atomic_store_n(&fast->quiet_below,
+			 __atomic_load_n(&fast->small_below, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
 }
 
 /* glibc grows the heap HEAP_PAD ahead from its next growth on, keeps
@@ -243,8 +259,9 @@ static void advise(uintptr_t brk)
 	uintptr_t end = hz_align_down(brk - 1, HZ_SZ_2M), window;
 	int ret = 0;
 
-	if (end <= advise_from)
+	if (end <= advise_from || end == advised_last)
 		return;
+	advised_last = end;
 	window = end - advise_from > HEAP_WINDOW ? end - HEAP_WINDOW : advise_from;
 	if (window > advise_from)
 		ret = hz_prim_madvise((void *)advise_from, window - advise_from, MADV_NOHUGEPAGE);
@@ -272,6 +289,7 @@ static void advise(uintptr_t brk)
  * leaves one mapping more. */
 static void shrunk(uintptr_t brk)
 {
+	advised_last = 0;
 	if (brk <= floor_advice) {
 		advise_from = floor_advice;
 		advised_to = 0;
@@ -288,16 +306,23 @@ static void shrunk(uintptr_t brk)
 /* The break moved from seen to brk, the heap being active. */
 static void look(uintptr_t brk, uintptr_t seen)
 {
+	if (limited()) {
+		__atomic_store_n(&ending, 1, __ATOMIC_SEQ_CST);
+		return;
+	}
 	if (brk < seen)
 		shrunk(brk);
 	high_water = brk > high_water ? brk : high_water;
 	advise(brk);
 }
 
+/* A break glibc never has: the shim's next look is certain. */
+#define UNSEEN UINTPTR_MAX
+
 /* 128 KiB: glibc's own growth step, which it keeps with top_pad 0. */
 #define GLIBC_TOP_PAD ((int)(128 << 10))
 
-/* Called holding busy, once ending is set. */
+/* Called holding busy, once ending is set, from a request's entry. */
 static void end_watch(void)
 {
 	if (__atomic_load_n(&state, __ATOMIC_RELAXED) == HEAP_ACTIVE &&
@@ -320,16 +345,19 @@ HZ_PRIVATE_API void hz_preload_heap_moved(void)
 	 * the first one seen must not look 32 MiB larger (unsigned wrap). */
 	if (floor_break == 0 || brk < floor_break)
 		floor_break = brk;
-	if (__atomic_load_n(&ending, __ATOMIC_RELAXED)) {
-		end_watch();
-	} else if (watching() && !hz_preload_forking) {
+	if (!__atomic_load_n(&ending, __ATOMIC_SEQ_CST) && watching() && !hz_preload_forking) {
 		if (__atomic_load_n(&state, __ATOMIC_RELAXED) == HEAP_WATCHING &&
 		    brk - floor_break >= HEAP_FLOOR)
 			activate(brk);
 		if (__atomic_load_n(&state, __ATOMIC_RELAXED) == HEAP_ACTIVE)
 			look(brk, __atomic_load_n(&fast->heap_seen, __ATOMIC_RELAXED));
 	}
-	__atomic_store_n(&fast->heap_seen, brk, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&ending, __ATOMIC_SEQ_CST))
+		end_watch();
+	__atomic_store_n(&fast->heap_seen, brk, __ATOMIC_SEQ_CST);
+	/* hz_heap_end came after the look above: the next request looks. */
+	if (__atomic_load_n(&ending, __ATOMIC_SEQ_CST) && watching())
+		__atomic_store_n(&fast->heap_seen, UNSEEN, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
 }
 
@@ -339,15 +367,18 @@ void hz_heap_program_tunes(int param)
 		__atomic_store_n(&program_tuned, 1, __ATOMIC_RELAXED);
 }
 
-/* Never waits (setrlimit may come from a signal handler that interrupted
- * a thread in hz_preload_heap_moved): when busy, the next look ends it. */
+/* Only flags the end, which the next request of any size carries out
+ * (quiet_below 0, a break never seen) before glibc serves it: setrlimit
+ * or prctl may come from a signal handler that interrupted glibc's malloc
+ * in this thread, and mallopt takes the arena's lock and consolidates the
+ * heap (a handler's setrlimit hung one process in two). */
 void hz_heap_end(void)
 {
-	__atomic_store_n(&ending, 1, __ATOMIC_RELAXED);
-	if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
+	if (!watching())
 		return;
-	end_watch();
-	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&ending, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&fast->quiet_below, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&fast->heap_seen, UNSEEN, __ATOMIC_SEQ_CST);
 }
 
 void hz_heap_fork_child(void)

@@ -20,9 +20,11 @@ size_t hz_heap_quiet_below(size_t small_below);
  * is never overridden. */
 void hz_heap_program_tunes(int param);
 
-/* glibc grows its heap by its own step again, and the watch ends: the
- * program set a finite RLIMIT_DATA or RLIMIT_AS (the pad could make a
- * request fail), or hugezero stepped aside for a seccomp filter. */
+/* glibc grows its heap by its own step again, and the watch ends, from
+ * the next malloc, calloc or realloc on (this only flags it: safe in a
+ * signal handler): the program set a finite RLIMIT_DATA or RLIMIT_AS or
+ * mlockall(MCL_FUTURE) (the pad could make a request fail), or hugezero
+ * stepped aside for a seccomp filter. */
 void hz_heap_end(void);
 
 /* In a fork child: a call the parent was making is not finished. */
