@@ -25,6 +25,7 @@ struct heap {
 	int vmas, advised, refused;
 	long huge_kib, heap_mib;
 	long least_heap_mib; /* the smallest of the lines' */
+	long own_kib;        /* ownsbrk's line, or -1 */
 	int lines;
 };
 
@@ -38,7 +39,7 @@ static struct heap run(const char *preload_path, const char *const *env_extra,
 	char *envp[32], ld[4096], out[4096] = "";
 	int fds[2], status, n = 0, a = 1;
 	ssize_t got = 0, r;
-	struct heap h = { 0 };
+	struct heap h = { .own_kib = -1 };
 	pid_t pid;
 
 	for (; args[a - 1] != NULL && a < 15; a++)
@@ -73,6 +74,7 @@ static struct heap run(const char *preload_path, const char *const *env_extra,
 			   &h.advised, &h.refused, &h.huge_kib, &h.heap_mib) == 5 &&
 		    (h.lines++ == 0 || h.heap_mib < h.least_heap_mib))
 			h.least_heap_mib = h.heap_mib;
+		(void)sscanf(line, "own_kib=%ld", &h.own_kib);
 		line = strchr(line, '\n');
 		line = line != NULL ? line + 1 : NULL;
 	}
@@ -182,6 +184,16 @@ static void tuned_malloc_is_left_alone(void **state)
 	assert_int_equal(run(preload, tunable, ARGS("100")).advised, 0);
 	assert_int_equal(run(preload, off, ARGS("100")).advised, 0);
 	assert_int_equal(run(preload, NULL, ARGS("100", "mallopt")).advised, 0);
+}
+
+/* Memory the program takes with sbrk next to glibc's heap is its own:
+ * touched sparsely, it stays on 4 KiB pages (one per 64 KiB touched:
+ * 1 MiB of 16). */
+static void program_break_is_left_alone(void **state)
+{
+	(void)state;
+	need_madvise();
+	assert_true(run(preload, NULL, ARGS("60", "ownsbrk")).own_kib <= 2048);
 }
 
 /* A limit set in a signal handler that interrupted glibc's malloc: the
@@ -332,6 +344,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(heap_that_shrinks_and_grows_again_stays_advised_in_four_mappings),
 		cmocka_unit_test(heap_that_seesaws_stays_in_few_mappings),
 		cmocka_unit_test(limit_set_in_a_signal_handler_neither_hangs_nor_crashes),
+		cmocka_unit_test(program_break_is_left_alone),
 		cmocka_unit_test(tuned_malloc_is_left_alone),
 		cmocka_unit_test(heap_under_a_data_limit_is_left_alone),
 		cmocka_unit_test(fork_and_threads_keep_the_heap_sound),

@@ -27,6 +27,9 @@
  *             requests of 64 B-4 KiB until a timer's signal handler, at
  *             1-21 ms, calls setrlimit(RLIMIT_DATA, 32 TiB): none may hang
  *             (5 s) or crash
+ *   ownsbrk   after growing, take 16 MiB with sbrk, make one more
+ *             request, touch a byte per 64 KiB of it and print
+ *             "own_kib=N", the resident KiB of those 16 MiB (mincore)
  *   seesaw    40 times, free the last quarter of the requests (glibc
  *             trims the heap) and make a twentieth more than that: the
  *             heap shrinks and grows again a little higher each time */
@@ -37,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -209,6 +213,26 @@ static void limits_in_handlers(void)
 	}
 }
 
+static void own_break(void)
+{
+	size_t len = (size_t)16 << 20, resident = 0;
+	unsigned char *own = sbrk((intptr_t)len), *request, vec[4096];
+
+	if (own == (void *)-1)
+		exit(13);
+	request = malloc(REQUEST);
+	if (request == NULL)
+		exit(4);
+	for (size_t o = 0; o < len; o += 64 << 10)
+		own[o] = 1;
+	if (mincore(own, len, vec) != 0)
+		exit(13);
+	for (size_t i = 0; i < len / 4096; i++)
+		resident += vec[i] & 1;
+	printf("own_kib=%zu\n", resident * 4);
+	free(request);
+}
+
 static void check(void)
 {
 	for (size_t i = 0; i < count; i++)
@@ -273,7 +297,7 @@ int main(int argc, char **argv)
 	const char *base;
 
 	if (mib == 0) {
-		fprintf(stderr, "usage: preload_heap_grow MIB [mallopt|calloc|realloc|regrow|fork|threads|seesaw|shrinkfirst|sigrlimit]...\n");
+		fprintf(stderr, "usage: preload_heap_grow MIB [mallopt|calloc|realloc|regrow|fork|threads|seesaw|shrinkfirst|sigrlimit|ownsbrk]...\n");
 		return 2;
 	}
 	count = mib * 1024 * 1024 / REQUEST;
@@ -298,6 +322,8 @@ int main(int argc, char **argv)
 	for (int a = 2; a < argc; a++) {
 		if (strcmp(argv[a], "seesaw") == 0) {
 			seesaw();
+		} else if (strcmp(argv[a], "ownsbrk") == 0) {
+			own_break();
 		} else if (strcmp(argv[a], "sigrlimit") == 0) {
 			limits_in_handlers();
 		} else if (strcmp(argv[a], "regrow") == 0) {

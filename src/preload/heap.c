@@ -27,7 +27,8 @@
  * variables, glibc.malloc.* tunables, the program's own mallopt of a value
  * we set), a next allocator that is not glibc's, THP not in madvise mode
  * or disabled for the process, a limit on data or address space, strict
- * overcommit, and a process under a seccomp filter (start.c steps aside
+ * overcommit, mlockall(MCL_FUTURE), a program that moves the break
+ * itself, and a process under a seccomp filter (start.c steps aside
  * before this starts, or calls hz_heap_end when a filter comes later). */
 
 #include <dlfcn.h>
@@ -379,6 +380,13 @@ void hz_heap_end(void)
 	__atomic_store_n(&ending, 1, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&fast->quiet_below, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&fast->heap_seen, UNSEEN, __ATOMIC_SEQ_CST);
+}
+
+HZ_PRIVATE_API void hz_preload_program_moves_break(void)
+{
+	if (watching())
+		hz_debug("the program moves the break itself");
+	hz_heap_end();
 }
 
 void hz_heap_fork_child(void)

@@ -27,6 +27,13 @@ void hz_heap_program_tunes(int param);
  * stepped aside for a seccomp filter. */
 void hz_heap_end(void);
 
+/* The program moved the break itself (sbrk or brk, shim_process.c):
+ * the memory next to glibc's heap is its own, which advice must not
+ * reach (sparse, it would fault huge pages), so the watch ends. glibc's
+ * malloc moves the break through its internal __sbrk, never through
+ * these. */
+HZ_PRIVATE_API void hz_preload_program_moves_break(void);
+
 /* In a fork child: a call the parent was making is not finished. */
 void hz_heap_fork_child(void);
 

@@ -1,5 +1,5 @@
-/* Calls that change the process: its resource limits, namespaces, new
- * tasks, and the calling thread's credentials. Each tells libhugezero.so
+/* Calls that change the process: its resource limits, its break,
+ * namespaces, new tasks, and the calling thread's credentials. Each tells libhugezero.so
  * first (or lets it make the call), then the real call is made. */
 /* setrlimit64 and prlimit64 are exported under their own names: keep
  * <sys/resource.h> from renaming the plain ones into them. */
@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "heap.h"
 #include "limits.h"
 #include "shim.h"
 
@@ -59,6 +60,27 @@ EXPORT int prlimit64(pid_t pid, __rlimit_resource_t resource, const struct rlimi
 	prlimit_begin(pid, resource, (const struct rlimit *)rl);
 	return CALL_NEXT(PRLIMIT_FN, "prlimit64", pid, resource, (const struct rlimit *)rl,
 			 (struct rlimit *)old);
+}
+
+/* ---- the break: the program's own moves end the heap's watch ---- */
+
+EXPORT void *sbrk(intptr_t increment)
+{
+	void *(*next)(intptr_t) = NEXT(void *(*)(intptr_t), "sbrk");
+
+	if (increment != 0)
+		hz_preload_program_moves_break();
+	if (next == NULL) {
+		errno = ENOSYS;
+		return (void *)-1;
+	}
+	return next(increment);
+}
+
+EXPORT int brk(void *addr)
+{
+	hz_preload_program_moves_break();
+	return CALL_NEXT(int (*)(void *), "brk", addr);
 }
 
 /* ---- namespaces (ns.c): the pre-zero thread stops first ---- */
