@@ -1,6 +1,7 @@
 /* Calls that change the process: its resource limits, its break,
- * namespaces, new tasks, and the calling thread's credentials. Each tells libhugezero.so
- * first (or lets it make the call), then the real call is made. */
+ * namespaces, new tasks, and the calling thread's credentials. Each tells
+ * libhugezero.so first (or lets it make the call), then the real call is
+ * made. */
 /* setrlimit64 and prlimit64 are exported under their own names: keep
  * <sys/resource.h> from renaming the plain ones into them. */
 #undef _FILE_OFFSET_BITS
