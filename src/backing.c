@@ -252,7 +252,8 @@ bool hz_backing_fresh_thp_fast(void)
  * page faults 3-4 times slower than 4 KiB pages, which made zstd --long=31
  * and cc1 slower than under glibc. HUGEZERO_BACKING=thp, HUGEZERO_POPULATE
  * (dense by construction) and LAZY_THP=0 keep THP at first touch, and so
- * do jemalloc's extents (not blocks of the regions).
+ * do the extents of a jemalloc arena a program makes with the library's
+ * hooks (the preload's own arena starts lazy too: jemalloc/extents.h).
  *
  * A lazy block counts as 4 KiB pages (its backing, the stats, its name
  * in /proc/PID/maps), which it is until collapsed, so its first dense
@@ -277,6 +278,11 @@ static bool starts_lazy(size_t lazy_used)
 
 	return lazy_used > 0 && c->lazy_thp && c->backing == HZ_BACKING_OPT_AUTO && !c->populate &&
 	       hz_os()->thp.mode == HZ_THP_MADVISE;
+}
+
+bool hz_backing_lazy(void)
+{
+	return hz_backing_first() == HZ_BACKING_THP && hz_backing_thp_usable() && starts_lazy(1);
 }
 
 static void (*lazy_watcher)(uintptr_t start, size_t len);

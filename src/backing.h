@@ -48,6 +48,12 @@ bool hz_backing_fresh_thp_fast(void);
 int hz_backing_map(uintptr_t start, size_t len, enum hz_backing want, size_t lazy_used,
 		   enum hz_backing *got);
 
+/* Whether fresh memory here starts on 4 KiB pages and earns huge pages
+ * once written densely (below, "lazy huge pages"): the auto backing, THP
+ * usable and in "madvise" mode, LAZY_THP on and POPULATE off. The jemalloc
+ * hooks ask it for the preload's regions. */
+bool hz_backing_lazy(void);
+
 /* Who watches a block that starts on 4 KiB pages, to give it huge pages
  * once it is written densely (the promoter, through the pre-zero thread),
  * told the block's start and the bytes the program uses: installed once by

@@ -18,7 +18,8 @@
 enum hz_promote_kind {
 	HZ_PROMOTE_BLOCK, /* a block in the regions: ours while the region is held */
 	HZ_PROMOTE_MMAP,  /* a program's mmap the preload aligned: ours to advise
-			   * until the program unmaps, moves or maps over it */
+			   * until the program unmaps, moves or maps over it; or
+			   * a jemalloc extent, until jemalloc gives it back */
 };
 
 /* Whether ranges can be promoted: HUGEZERO_PROMOTE is on, THP is in

@@ -17,11 +17,16 @@
  *    is unmapped at once: arena.<i>.destroy ends by freeing the arena's
  *    metadata, which jemalloc allocated through these hooks.
  *  - Everything handed out reads zero (HUGEZERO_PREZERO=off: only when
- *    jemalloc asks); HUGEZERO_ZERO_ON_FREE=1 zeroes extents when freed. */
+ *    jemalloc asks); HUGEZERO_ZERO_ON_FREE=1 zeroes extents when freed.
+ *
+ * Lazy regions (the preload's, hz_extents_watch_with): the watch on an
+ * extent starts once it is handed out and zeroed, and ends, with its
+ * advice, before its pages are ours again. */
 #include "extents.h"
 
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "../../include/hugezero/jemalloc.h"
 #include "cache.h"
@@ -56,6 +61,56 @@ static void unlock(void)
 	hz_cache_budget_charge(hz_cache_budget(), dirty, charged);
 	charged = dirty;
 	hz_unlock(&lock);
+}
+
+/* ---- the watch on lazy regions' extents (no lock) ---- */
+
+static const struct hz_extents_watcher *watcher;
+
+void hz_extents_watch_with(const struct hz_extents_watcher *w)
+{
+	__atomic_store_n(&watcher, w, __ATOMIC_RELEASE);
+}
+
+static const struct hz_extents_watcher *lazy_watcher(void)
+{
+	return __atomic_load_n(&watcher, __ATOMIC_ACQUIRE);
+}
+
+/* The whole 2 MiB pages of [addr, addr + size): only those can become huge
+ * pages of the extent's own. */
+static struct hz_range whole_2m(uintptr_t addr, size_t size)
+{
+	uintptr_t lo = hz_align_up(addr, HZ_SZ_2M), hi = hz_align_down(addr + size, HZ_SZ_2M);
+
+	return hz_range_make(lo, lo < hi ? hi - lo : 0);
+}
+
+static void watch(uintptr_t addr, size_t size)
+{
+	const struct hz_extents_watcher *w = lazy_watcher();
+	struct hz_range r = whole_2m(addr, size);
+
+	if (w && !hz_range_empty(r))
+		w->watch(r.start, hz_range_len(r));
+}
+
+/* Given back: the range goes back to 4 KiB pages for its next extent. */
+static void unwatch(uintptr_t addr, size_t size, bool given_back)
+{
+	const struct hz_extents_watcher *w = lazy_watcher();
+	struct hz_range r = whole_2m(addr, size);
+
+	if (!w || hz_range_empty(r))
+		return;
+	w->forget(r.start, hz_range_len(r));
+	if (given_back)
+		hz_prim_madvise((void *)r.start, hz_range_len(r), MADV_NOHUGEPAGE);
+}
+
+void hz_extents_purged(uintptr_t addr, size_t size)
+{
+	unwatch(addr, size, false);
 }
 
 /* ---- work done once the lock is dropped ---- */
@@ -176,10 +231,12 @@ static struct hz_region *grow(unsigned arena, size_t size, size_t align, size_t 
 	size_t min_len = hz_regions_totals.mapped_bytes / REGION_GROWTH;
 	struct hz_region fresh;
 
+	bool lazy = lazy_watcher() && hz_backing_lazy();
+
 	if (min_len < REGION_MIN)
 		min_len = REGION_MIN;
 	unlock();
-	if (hz_regions_map(arena, size, align, min_len, &fresh) != 0) {
+	if (hz_regions_map(arena, size, align, min_len, lazy, &fresh) != 0) {
 		hz_lock(&lock);
 		return NULL;
 	}
@@ -201,6 +258,7 @@ int hz_extents_alloc(unsigned arena, uintptr_t want, size_t size, size_t align,
 	struct hz_region *r;
 	enum hz_backing backing;
 	size_t first = 0;
+	bool lazy;
 
 	if (size == 0 || size % HZ_SZ_4K != 0 || !hz_is_pow2(align) || want % HZ_SZ_4K != 0)
 		return -EINVAL;
@@ -221,6 +279,7 @@ int hz_extents_alloc(unsigned arena, uintptr_t want, size_t size, size_t align,
 	}
 	hz_regions_claim(r, first, size / HZ_SZ_4K, &dirty);
 	backing = r->backing;
+	lazy = r->lazy;
 	*out = r->range.start + first * HZ_SZ_4K;
 	decay(&c, hz_prim_now_ns());
 	unlock();
@@ -229,6 +288,8 @@ int hz_extents_alloc(unsigned arena, uintptr_t want, size_t size, size_t align,
 		for (unsigned i = 0; i < dirty.count; i++)
 			hz_pages_zero(backing, dirty.run[i].start, hz_range_len(dirty.run[i]), *out);
 	*zeroed = must_zero || dirty.count == 0;
+	if (lazy)
+		watch(*out, size);
 	return 0;
 }
 
@@ -252,14 +313,36 @@ static struct hz_region *held_range(uintptr_t addr, size_t size, size_t *first)
 	return r;
 }
 
-int hz_extents_free(uintptr_t addr, size_t size, bool destroy)
+/* Called locked, with r holding [addr, addr + size), which jemalloc still
+ * holds: what must happen to the pages before they are ours again, done
+ * unlocked. Returns their region, locked; *dirty: whether they may still
+ * hold data. */
+static struct hz_region *settle(struct hz_region *r, uintptr_t addr, size_t size, bool purge,
+				bool *dirty)
 {
 	const struct hz_cache_policy *cf = hz_cache_policy();
+	enum hz_backing backing = r->backing;
+	bool lazy = r->lazy;
+
+	unlock();
+	if (lazy)
+		unwatch(addr, size, true);
+	if (cf->zero_on_free)
+		hz_pages_zero(backing, addr, size, 0);
+	else if (purge)
+		hz_pages_purge(backing, addr, size);
+	*dirty = !cf->zero_on_free && !purge;
+	hz_lock(&lock);
+	return hz_regions_find(addr);
+}
+
+int hz_extents_free(uintptr_t addr, size_t size, bool destroy)
+{
 	const struct hz_cache_budget *budget = hz_cache_budget();
 	struct chores c = { .releases = 0, .purge = { .count = 0 } };
 	struct hz_region *r;
 	size_t first;
-	bool dirty = true, gone;
+	bool dirty = true, gone, purge;
 	unsigned arena;
 	uint64_t now;
 
@@ -272,20 +355,9 @@ int hz_extents_free(uintptr_t addr, size_t size, bool destroy)
 	/* destroy frees too (jemalloc's retained extents, at arena destroy):
 	 * with zero_on_free its contents must go at once as well, even when
 	 * other extents keep the region mapped. */
-	if (cf->zero_on_free ||
-	    (!destroy && hz_cache_budget_used(budget) + size > hz_cache_budget_max(budget))) {
-		/* The pages are still jemalloc's: clear them unlocked. */
-		enum hz_backing backing = r->backing;
-
-		unlock();
-		if (cf->zero_on_free)
-			hz_pages_zero(backing, addr, size, 0);
-		else
-			hz_pages_purge(backing, addr, size);
-		dirty = false;
-		hz_lock(&lock);
-		r = hz_regions_find(addr);
-	}
+	purge = !destroy && hz_cache_budget_used(budget) + size > hz_cache_budget_max(budget);
+	if (r->lazy || hz_cache_policy()->zero_on_free || purge)
+		r = settle(r, addr, size, purge, &dirty);
 	now = hz_prim_now_ns();
 	arena = r->arena;
 	hz_regions_unclaim(r, first, size / HZ_SZ_4K, dirty, now);

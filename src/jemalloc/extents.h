@@ -47,6 +47,30 @@ int hz_extents_mergeable(uintptr_t a, size_t a_size, uintptr_t b, size_t b_size)
 /* Counters for one arena, or every arena when arena is ~0u. */
 void hz_extents_stats(unsigned arena, struct hz_jemalloc_stats *out);
 
+/* Who gives extents huge pages as they earn them: the preload, whose
+ * pre-zero thread runs the promoter (promote.h), installs it at start.
+ * Then regions mapped while hz_backing_lazy() holds start on 4 KiB pages
+ * (MADV_NOHUGEPAGE), as glibc's memory does, and each extent handed out
+ * from one with a whole 2 MiB page or more is passed to watch (its whole
+ * 2 MiB pages), which advises THP on them once their first writes are
+ * dense. forget is told of every such range that jemalloc purges or gives
+ * back; a range given back loses its advice too, so that it starts on
+ * 4 KiB pages again when carved anew. Without a watcher (a program that
+ * makes an arena with the library's hooks, not under the preload) regions
+ * get huge pages at once (HUGEZERO_BACKING). Why: values written once,
+ * buffers allocated at a value's size and barely touched, and jemalloc's
+ * metadata each took whole huge pages at once, and redis' peak was 1.09x
+ * jemalloc's alone (bench/RESULTS.md). */
+struct hz_extents_watcher {
+	void (*watch)(uintptr_t start, size_t len);
+	void (*forget)(uintptr_t start, size_t len);
+};
+void hz_extents_watch_with(const struct hz_extents_watcher *w);
+
+/* jemalloc purged [addr, addr + size), which is ours and still its: the
+ * watch on it ends (a collapse would make lazily freed pages resident). */
+void hz_extents_purged(uintptr_t addr, size_t size);
+
 /* In a fork child: the other threads are gone, so the lock is free. */
 void hz_extents_fork_child(void);
 

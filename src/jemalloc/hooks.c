@@ -139,6 +139,7 @@ static bool purge(uintptr_t at, size_t length, enum purge_kind kind)
 	bool opt_out = true;
 
 	if (ret == 0) {
+		hz_extents_purged(at, length);
 		if (kind == PURGE_LAZY) {
 			opt_out = hz_pages_free_lazily(b, at, length) != 0;
 		} else {

@@ -27,9 +27,10 @@ struct hz_regions_totals hz_regions_totals;
  * program may free() what it got from a hooked arena (jemalloc allows it).
  * So regions go straight to the backing layer: a PROT_NONE reservation of
  * their own, aligned, with huge-page memory mapped over it. */
-static int map_memory(size_t *len, size_t align, uintptr_t *start, enum hz_backing *got)
+static int map_memory(size_t *len, size_t align, bool lazy, uintptr_t *start,
+		      enum hz_backing *got)
 {
-	enum hz_backing want = hz_backing_first();
+	enum hz_backing want = lazy ? HZ_BACKING_SMALL : hz_backing_first();
 	size_t unit = hz_backing_page(want) > HZ_SZ_2M ? hz_backing_page(want) : HZ_SZ_2M;
 	void *mem;
 	int ret;
@@ -56,15 +57,16 @@ static int map_memory(size_t *len, size_t align, uintptr_t *start, enum hz_backi
 	return 0;
 }
 
-int hz_regions_map(unsigned arena, size_t size, size_t align, size_t min_len,
+int hz_regions_map(unsigned arena, size_t size, size_t align, size_t min_len, bool lazy,
 		   struct hz_region *r)
 {
 	size_t len = size > min_len ? size : min_len, words;
 	uintptr_t start;
 	void *maps;
 
-	if (map_memory(&len, align, &start, &r->backing) != 0)
+	if (map_memory(&len, align, lazy, &start, &r->backing) != 0)
 		return -ENOMEM;
+	r->lazy = lazy;
 	words = (len / HZ_SZ_4K + 63) / 64;
 	/* Out of band, never in memory a program can scribble on, and never
 	 * through malloc: the hooks run inside jemalloc. */
@@ -84,7 +86,9 @@ int hz_regions_map(unsigned arena, size_t size, size_t align, size_t min_len,
 	r->arena = arena;
 	hz_bits_set(r->free_map, 0, hz_region_pages(r), true); /* fresh: free and zero */
 	hz_debug("jemalloc arena %u: new %zu MiB region at %p (%s)", arena, len >> 20,
-		 (void *)start, r->backing == HZ_BACKING_SMALL ? "4 KiB pages" : "huge pages");
+		 (void *)start,
+		 lazy ? "4 KiB pages, huge where written densely"
+		 : r->backing == HZ_BACKING_SMALL ? "4 KiB pages" : "huge pages");
 	return 0;
 }
 

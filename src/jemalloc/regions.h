@@ -33,6 +33,7 @@ struct hz_region {
 	uint64_t dirty_since; /* ns, when dirty pages were last added */
 	unsigned arena;
 	enum hz_backing backing;
+	bool lazy; /* on 4 KiB pages until extents earn huge ones (extents.h) */
 };
 
 /* Totals over the table. */
@@ -71,8 +72,10 @@ static inline bool hz_region_empty(const struct hz_region *r)
 
 /* Map a new region for arena of at least max(size, min_len) bytes, aligned
  * to align (any power of two): hugetlb, THP or 4 KiB pages, in the order
- * HUGEZERO_BACKING allows. All of it free and zero. 0 or -ENOMEM. */
-int hz_regions_map(unsigned arena, size_t size, size_t align, size_t min_len,
+ * HUGEZERO_BACKING allows, or, when lazy, 4 KiB pages (MADV_NOHUGEPAGE:
+ * huge pages come only where an extent earns them, extents.h). All of it
+ * free and zero. 0 or -ENOMEM. */
+int hz_regions_map(unsigned arena, size_t size, size_t align, size_t min_len, bool lazy,
 		   struct hz_region *out);
 
 /* Give a region's memory and address space back, with its maps. */
