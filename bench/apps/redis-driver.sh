@@ -6,25 +6,30 @@
 #   redis-driver.sh RESP-FILE KEYS GETS      (in the run's work directory)
 set -euo pipefail
 resp=$1 keys=$2 gets=$3
-port=""
-for p in $(seq $((20000 + $$ % 20000)) $((20000 + $$ % 20000 + 40))); do
-	if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-		port=$p
-		break
-	fi
-done
-[ -n "$port" ] || { echo "redis-driver: no free port" >&2; exit 1; }
-# shellcheck disable=SC2086 # APP_ENV is a list of NAME=VALUE words
-env ${APP_ENV:-} redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
-	--dir "$PWD" --logfile "$PWD/redis.log" --enable-debug-command local \
-	--protected-mode yes >/dev/null &
-server=$!
-trap 'kill "$server" 2>/dev/null || true' EXIT
 cli() { timeout 120 redis-cli -h 127.0.0.1 -p "$port" "$@"; }
-for _ in $(seq 200); do
-	[ "$(cli ping 2>/dev/null)" = PONG ] && break
-	sleep 0.05
+# A port that looks free may still be taken by the time the server binds
+# it (another run's client, a socket in TIME_WAIT): a server that exits
+# before it answers is started again on the next port.
+server=""
+trap '[ -z "$server" ] || kill "$server" 2>/dev/null || true' EXIT
+first=$((20000 + $$ % 20000))
+for port in $(seq "$first" $((first + 40))); do
+	(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue
+	# shellcheck disable=SC2086 # APP_ENV is a list of NAME=VALUE words
+	env ${APP_ENV:-} redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+		--dir "$PWD" --logfile "$PWD/redis.log" --enable-debug-command local \
+		--protected-mode yes >/dev/null &
+	server=$!
+	for _ in $(seq 200); do
+		[ "$(cli ping 2>/dev/null)" = PONG ] && break 2
+		kill -0 "$server" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill "$server" 2>/dev/null || true
+	wait "$server" 2>/dev/null || true
+	server=""
 done
+[ -n "$server" ] || { echo "redis-driver: no port a server could listen on" >&2; exit 1; }
 cli --pipe <"$resp" >pipe.txt
 timeout 120 redis-benchmark -h 127.0.0.1 -p "$port" -c 8 -P 16 -n "$gets" -r "$keys" \
 	-t get -q >bench.txt
