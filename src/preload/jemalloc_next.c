@@ -76,11 +76,12 @@ static int arena_flags; /* set before arena_state becomes ARENA_READY */
 #ifdef HZ_HAVE_JEMALLOC
 /* The arena's extents start on 4 KiB pages and get THP on their rest once
  * their first writes are dense, watched until jemalloc purges them or
- * gives them back (jemalloc/extents.h, promote.h). No evidence from a
- * class's earlier ranges gives them THP at once: the program's own mmaps
- * of the same sizes (jemalloc's chunks, dense) gave it to redis' barely
- * touched query buffers, and its peak went from 1.03x to 1.10x jemalloc's
- * alone (bench/RESULTS.md). */
+ * gives them back (jemalloc/extents.h, promote.h). Evidence from a class's
+ * earlier ranges does not give them THP at once: judged as the program's
+ * mmaps are (the class's last range at its next), it gave THP to redis'
+ * query buffers, allocated at a value's size and barely touched, and its
+ * 60k-key load peaked at 93.5-95.6 MB against 89.4-91.4 without and 86.5
+ * under jemalloc alone (bench/RESULTS.md). */
 static void watch_extent(uintptr_t start, size_t len)
 {
 	hz_prezero_watch(start, len, HZ_PROMOTE_MMAP);
