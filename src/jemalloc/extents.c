@@ -230,7 +230,6 @@ static struct hz_region *grow(unsigned arena, size_t size, size_t align, size_t 
 {
 	size_t min_len = hz_regions_totals.mapped_bytes / REGION_GROWTH;
 	struct hz_region fresh;
-
 	bool lazy = lazy_watcher() && hz_backing_lazy();
 
 	if (min_len < REGION_MIN)

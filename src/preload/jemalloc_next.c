@@ -96,13 +96,12 @@ static void create_arena(void)
 	int saved = errno;
 #ifdef HZ_HAVE_JEMALLOC
 	unsigned ind;
+	/* TCACHE_NONE: the thread cache would hand a block freed to our arena
+	 * to a request for another (only sizes below opt.tcache_max, 32 KiB by
+	 * default, but a program may raise it). */
 	int ret = hz_jemalloc_create_arena(&ind);
 
 	if (ret == 0) {
-		/* TCACHE_NONE: the thread cache would hand a block freed to
-		 * our arena to a request for another (only sizes below
-		 * opt.tcache_max, 32 KiB by default, but a program may raise
-		 * it). */
 		arena_flags = JE_ARENA(ind) | JE_TCACHE_NONE;
 		state = ARENA_READY;
 	} else {
