@@ -95,17 +95,20 @@ static void watch(uintptr_t addr, size_t size)
 		w->watch(r.start, hz_range_len(r));
 }
 
-/* Given back: the range goes back to 4 KiB pages for its next extent. */
+/* The exact range, not its whole 2 MiB pages: jemalloc splits a watched
+ * extent and gives its pieces back one by one, often none of them with a
+ * whole 2 MiB page, and the watch and the advice overlap every piece.
+ * Given back: the range goes back to 4 KiB pages for its next extent (a
+ * 2 MiB page with any 4 KiB page of it unadvised gets no huge page). */
 static void unwatch(uintptr_t addr, size_t size, bool given_back)
 {
 	const struct hz_extents_watcher *w = lazy_watcher();
-	struct hz_range r = whole_2m(addr, size);
 
-	if (!w || hz_range_empty(r))
+	if (!w)
 		return;
-	w->forget(r.start, hz_range_len(r));
+	w->forget(addr, size);
 	if (given_back)
-		hz_prim_madvise((void *)r.start, hz_range_len(r), MADV_NOHUGEPAGE);
+		hz_prim_madvise((void *)addr, size, MADV_NOHUGEPAGE);
 }
 
 void hz_extents_purged(uintptr_t addr, size_t size)
@@ -230,7 +233,8 @@ static struct hz_region *grow(unsigned arena, size_t size, size_t align, size_t 
 {
 	size_t min_len = hz_regions_totals.mapped_bytes / REGION_GROWTH;
 	struct hz_region fresh;
-	bool lazy = lazy_watcher() && hz_backing_lazy();
+	const struct hz_extents_watcher *w = lazy_watcher();
+	bool lazy = w && w->watching() && hz_backing_lazy();
 
 	if (min_len < REGION_MIN)
 		min_len = REGION_MIN;

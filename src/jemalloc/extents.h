@@ -49,7 +49,8 @@ void hz_extents_stats(unsigned arena, struct hz_jemalloc_stats *out);
 
 /* Who gives extents huge pages as they earn them: the preload, whose
  * pre-zero thread runs the promoter (promote.h), installs it at start.
- * Then regions mapped while hz_backing_lazy() holds start on 4 KiB pages
+ * Then regions mapped while it is watching and hz_backing_lazy() holds
+ * start on 4 KiB pages
  * (MADV_NOHUGEPAGE), as glibc's memory does, and each extent handed out
  * from one with a whole 2 MiB page or more is passed to watch (its whole
  * 2 MiB pages), which advises THP on them once their first writes are
@@ -62,6 +63,7 @@ void hz_extents_stats(unsigned arena, struct hz_jemalloc_stats *out);
  * metadata each took whole huge pages at once, and redis' peak was 1.09x
  * jemalloc's alone (bench/RESULTS.md). */
 struct hz_extents_watcher {
+	bool (*watching)(void); /* whether watch can act now (its thread runs) */
 	void (*watch)(uintptr_t start, size_t len);
 	void (*forget)(uintptr_t start, size_t len);
 };

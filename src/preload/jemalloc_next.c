@@ -82,12 +82,18 @@ static int arena_flags; /* set before arena_state becomes ARENA_READY */
  * query buffers, allocated at a value's size and barely touched, and its
  * 60k-key load peaked at 93.5-95.6 MB against 89.4-91.4 without and 86.5
  * under jemalloc alone (bench/RESULTS.md). */
+static bool watching_extents(void)
+{
+	return hz_prezero_mode() == HZ_PREZERO_OPT_THREAD && hz_promote_enabled();
+}
+
 static void watch_extent(uintptr_t start, size_t len)
 {
 	hz_prezero_watch(start, len, HZ_PROMOTE_MMAP);
 }
 
-static const struct hz_extents_watcher extent_watcher = { watch_extent, hz_promote_forget };
+static const struct hz_extents_watcher extent_watcher = { watching_extents, watch_extent,
+							  hz_promote_forget };
 #endif
 
 static void create_arena(void)

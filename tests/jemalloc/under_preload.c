@@ -167,9 +167,11 @@ static void barely_touched_large_values_stay_on_small_pages(void **state)
 	size_t resident = 0, touched = (size_t)N * (SIZE / STEP);
 
 	(void)state;
-	if (!hz_test_thp_mode_is("[madvise]") || !thp_usable() || !huge_pages_allowed()) {
-		print_message("[  SKIP    ] THP is not in madvise mode, or HUGEZERO_BACKING "
-			      "asks for other pages: extents are not lazy then\n");
+	if (!hz_test_thp_mode_is("[madvise]") || !thp_usable() ||
+	    option_set("HUGEZERO_BACKING") || option_set("HUGEZERO_LAZY_THP") ||
+	    option_set("HUGEZERO_POPULATE") || option_set("HUGEZERO_PREZERO")) {
+		print_message("[  SKIP    ] THP is not in madvise mode, or HUGEZERO_BACKING, "
+			      "LAZY_THP, POPULATE or PREZERO is set: extents may not be lazy then\n");
 		skip();
 	}
 	for (int i = 0; i < N; i++) {
