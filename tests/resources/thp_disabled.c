@@ -20,6 +20,11 @@
 static const char *const thp_env[] = {
 	/* An administrator's hugetlb pool would rightly take the blocks. */
 	"HUGEZERO_BACKING=thp",
+	/* A fresh huge page that faults slower than 4 KiB pages here (a busy
+	 * VM whose host backs memory lazily) gives the blocks 4 KiB pages, and
+	 * except_advised then found no THP (CI, 2026-12-05): the check is not
+	 * what this test is about. */
+	"HUGEZERO_THP_CHECK=0",
 	NULL,
 };
 
