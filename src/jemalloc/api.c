@@ -7,6 +7,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <sys/types.h>
 
 #include "../../include/hugezero/jemalloc.h"
 #include "extents.h"
@@ -53,6 +55,36 @@ HZ_API int hz_jemalloc_create_arena(unsigned *arena_ind)
 	/* The new value is the pointer itself, so sizeof a pointer is right. */
 	return ctl("arenas.create", arena_ind, &len, &hooks,
 		   sizeof(hooks)); /* NOLINT(bugprone-sizeof-expression) */
+}
+
+size_t hz_jemalloc_oversize_threshold(void)
+{
+	mallctl_fn ctl = find_mallctl();
+	size_t v = 0, len = sizeof(v);
+
+	if (!ctl || ctl("opt.oversize_threshold", &v, &len, NULL, 0) != 0)
+		return 0;
+	return v;
+}
+
+int hz_jemalloc_purge_at_once(unsigned arena_ind)
+{
+	static const char *const decays[] = { "dirty_decay_ms", "muzzy_decay_ms" };
+	mallctl_fn ctl = find_mallctl();
+	ssize_t zero = 0;
+	char name[64];
+
+	if (!ctl)
+		return ENOSYS;
+	for (unsigned i = 0; i < 2; i++) {
+		int ret;
+
+		snprintf(name, sizeof(name), "arena.%u.%s", arena_ind, decays[i]);
+		ret = ctl(name, NULL, NULL, &zero, sizeof(zero));
+		if (ret != 0)
+			return ret;
+	}
+	return 0;
 }
 
 HZ_API int hz_jemalloc_stats(unsigned arena_ind, struct hz_jemalloc_stats *out)

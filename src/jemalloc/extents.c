@@ -6,10 +6,13 @@
  * threads do not wait for each other's clearing.
  *
  * Cache policy (the preload's, cache.h, with one budget for both):
- *  - Freed extents stay mapped and dirty while the budget the preload's
- *    cache shares (HUGEZERO_CACHE_MAX in all) has room; beyond that a freed
- *    extent is purged at once. The dirty pages are charged to the budget
- *    whenever the lock is dropped.
+ *  - Freed extents stay mapped, their pages that hold data dirty, while
+ *    the budget the preload's cache shares (HUGEZERO_CACHE_MAX in all) has
+ *    room and while the dirty pages stay within the recent demand
+ *    (demand_room); beyond that a freed extent is purged at once, and a
+ *    new extent that leaves too many dirty pages idle has the oldest
+ *    purged. New extents go over dirty pages first. The dirty pages are
+ *    charged to the budget whenever the lock is dropped.
  *  - Dirty pages of a region that got none for HUGEZERO_DECAY_MS are purged,
  *    and a region left entirely free that long is unmapped. (Checked when
  *    jemalloc calls the hooks: there is no thread.)
@@ -34,6 +37,7 @@
 #include "log.h"
 #include "options.h"
 #include "pages.h"
+#include "prim/memory.h"
 #include "prim/prim.h"
 #include "regions.h"
 
@@ -52,6 +56,58 @@
 static struct hz_lock lock = HZ_LOCK_INIT;
 static uint64_t last_decay_check;
 static size_t charged; /* dirty bytes charged to the budget */
+
+/* What jemalloc holds, and the most it held lately: the dirty pages kept
+ * for reuse are at most the difference, in the pages extents given back
+ * held (demand_room), so that the arena's resident memory stays within
+ * its recent peak, as it would without the hooks' cache (jemalloc alone
+ * gets fresh pages for every extent, and a program's sparse values cost
+ * it only what it touched). The peak is of the last one to two
+ * half-windows of HUGEZERO_DECAY_MS. */
+static struct {
+	size_t active;    /* bytes handed out and not given back */
+	size_t peak;      /* most active since since */
+	size_t last_peak; /* most active in the half-window before */
+	uint64_t since;
+	size_t given;     /* bytes given back lately (halved as they grow) */
+	size_t held;      /* of which held data when given back */
+} demand;
+
+/* size bytes given back, data of them holding data. given and held are
+ * halved past the cache's budget (HUGEZERO_CACHE_MAX), so they weigh
+ * about the last budget's worth of extents. */
+static void demand_given(size_t size, size_t data)
+{
+	demand.given += size;
+	demand.held += data;
+	demand.active = demand.active > size ? demand.active - size : 0;
+	if (demand.given > hz_cache_budget_max(hz_cache_budget())) {
+		demand.given /= 2;
+		demand.held /= 2;
+	}
+}
+
+static void demand_note(uint64_t now)
+{
+	uint64_t half = hz_cache_policy()->decay_ns / 2;
+
+	if (now - demand.since >= half) {
+		demand.last_peak = now - demand.since >= 2 * half ? 0 : demand.peak;
+		demand.peak = 0;
+		demand.since = now;
+	}
+	if (demand.active > demand.peak)
+		demand.peak = demand.active;
+}
+
+/* Dirty bytes worth keeping now. */
+static size_t demand_room(void)
+{
+	size_t peak = demand.peak > demand.last_peak ? demand.peak : demand.last_peak;
+	double density = demand.given ? (double)demand.held / (double)demand.given : 1.0;
+
+	return peak > demand.active ? (size_t)((double)(peak - demand.active) * density) : 0;
+}
 
 /* Drop the lock, charging the budget with what the dirty pages became. */
 static void unlock(void)
@@ -154,9 +210,34 @@ static void collect_idle_dirty(struct chores *c, uint64_t idle_before)
 
 		if (r->dirty_pages == 0 || r->dirty_since > idle_before)
 			continue;
-		hz_regions_claim_dirty(r, &c->purge);
+		hz_regions_claim_dirty(r, &c->purge, SIZE_MAX);
 		for (unsigned k = from; k < c->purge.count; k++)
 			c->purge_backing[k] = r->backing;
+	}
+}
+
+/* Claim about pages dirty pages for purging, from the regions whose dirty
+ * pages are oldest; a region holding nothing goes whole. */
+static void collect_dirty(struct chores *c, size_t pages)
+{
+	while (pages > 0 && c->purge.count < HZ_REGION_RUNS) {
+		struct hz_region *oldest = NULL;
+		unsigned from = c->purge.count;
+
+		for (unsigned i = 0; i < hz_region_count; i++)
+			if (hz_regions[i].dirty_pages > 0 &&
+			    (!oldest || hz_regions[i].dirty_since < oldest->dirty_since))
+				oldest = &hz_regions[i];
+		if (!oldest)
+			return;
+		if (hz_region_empty(oldest) && !release_full(c)) {
+			pages -= oldest->dirty_pages < pages ? oldest->dirty_pages : pages;
+			c->release[c->releases++] = hz_regions_take_out(oldest);
+			continue;
+		}
+		pages -= hz_regions_claim_dirty(oldest, &c->purge, pages);
+		for (unsigned k = from; k < c->purge.count; k++)
+			c->purge_backing[k] = oldest->backing;
 	}
 }
 
@@ -216,15 +297,23 @@ static struct hz_region *claim_at(unsigned arena, uintptr_t want, size_t n, size
 	return hz_regions_all_free(r, *first, n) ? r : NULL;
 }
 
-/* Large extents first try a 2 MiB-aligned start, so that purging them can
- * drop whole huge pages. */
+/* Where dirty pages are, first: they are resident, so the extent reuses
+ * them instead of faulting fresh pages beside them, which would leave them
+ * idle (the memory of a program cycling values of varying sizes grew by
+ * the old ones). Large extents first try a 2 MiB-aligned start, so that
+ * purging them can drop whole huge pages. */
 static struct hz_region *claim_any(unsigned arena, size_t size, size_t align, size_t *first)
 {
+	size_t n = size / HZ_SZ_4K;
 	struct hz_region *r = NULL;
 
 	if (size >= HZ_SZ_2M && align < HZ_SZ_2M)
-		r = hz_regions_fit(arena, size / HZ_SZ_4K, HZ_SZ_2M, first);
-	return r ? r : hz_regions_fit(arena, size / HZ_SZ_4K, align, first);
+		r = hz_regions_fit_dirty(arena, n, HZ_SZ_2M, first);
+	if (!r)
+		r = hz_regions_fit_dirty(arena, n, align, first);
+	if (!r && size >= HZ_SZ_2M && align < HZ_SZ_2M)
+		r = hz_regions_fit(arena, n, HZ_SZ_2M, first);
+	return r ? r : hz_regions_fit(arena, n, align, first);
 }
 
 /* Map a region for the request and find room in it (or anywhere, if
@@ -234,11 +323,13 @@ static struct hz_region *grow(unsigned arena, size_t size, size_t align, size_t 
 	size_t min_len = hz_regions_totals.mapped_bytes / REGION_GROWTH;
 	struct hz_region fresh;
 	const struct hz_extents_watcher *w = lazy_watcher();
-	bool lazy = w && w->watching() && hz_backing_lazy();
+	bool lazy;
 
 	if (min_len < REGION_MIN)
 		min_len = REGION_MIN;
 	unlock();
+	/* Outside the lock: watching() may read the memory cgroup. */
+	lazy = w && w->watching() && hz_backing_lazy();
 	if (hz_regions_map(arena, size, align, min_len, lazy, &fresh) != 0) {
 		hz_lock(&lock);
 		return NULL;
@@ -261,6 +352,7 @@ int hz_extents_alloc(unsigned arena, uintptr_t want, size_t size, size_t align,
 	struct hz_region *r;
 	enum hz_backing backing;
 	size_t first = 0;
+	uint64_t now;
 	bool lazy;
 
 	if (size == 0 || size % HZ_SZ_4K != 0 || !hz_is_pow2(align) || want % HZ_SZ_4K != 0)
@@ -284,7 +376,12 @@ int hz_extents_alloc(unsigned arena, uintptr_t want, size_t size, size_t align,
 	backing = r->backing;
 	lazy = r->lazy;
 	*out = r->range.start + first * HZ_SZ_4K;
-	decay(&c, hz_prim_now_ns());
+	now = hz_prim_now_ns();
+	demand.active += size;
+	demand_note(now);
+	decay(&c, now);
+	if (hz_regions_totals.dirty_bytes > demand_room())
+		collect_dirty(&c, (hz_regions_totals.dirty_bytes - demand_room()) / HZ_SZ_4K);
 	unlock();
 	do_chores(&c);
 	if (must_zero)
@@ -316,36 +413,93 @@ static struct hz_region *held_range(uintptr_t addr, size_t size, size_t *first)
 	return r;
 }
 
-/* Called locked, with r holding [addr, addr + size), which jemalloc still
- * holds: what must happen to the pages before they are ours again, done
- * unlocked. Returns their region, locked; *dirty: whether they may still
- * hold data. */
-static struct hz_region *settle(struct hz_region *r, uintptr_t addr, size_t size, bool purge,
-				bool *dirty)
+static void add_data_run(void *ctx, struct hz_range run, enum hz_prim_res res)
 {
-	const struct hz_cache_policy *cf = hz_cache_policy();
+	if (res == HZ_RES_DATA)
+		hz_region_runs_add(ctx, run);
+}
+
+/* The runs of [addr, addr + size) that may hold data: on 4 KiB or
+ * transparent huge pages, its resident (or swapped) pages, when
+ * PAGEMAP_SCAN tells them apart (the rest reads zero: jemalloc never
+ * touched it); else all of it. Only they need zeroing when handed out
+ * again and are charged as the cache's memory, so an extent the program
+ * used sparsely costs the cache what it holds. */
+static void find_data(enum hz_backing backing, uintptr_t addr, size_t size,
+		      struct hz_region_runs *data)
+{
+	bool exact = false;
+
+	data->count = 0;
+	if (backing == HZ_BACKING_THP || backing == HZ_BACKING_SMALL) {
+		if (hz_prim_residency_scan(addr, size, add_data_run, data, &exact) == 0 && exact)
+			return;
+		data->count = 0;
+	}
+	hz_region_runs_add(data, hz_range_make(addr, size));
+}
+
+static size_t runs_bytes(const struct hz_region_runs *runs)
+{
+	size_t bytes = 0;
+
+	for (unsigned i = 0; i < runs->count; i++)
+		bytes += hz_range_len(runs->run[i]);
+	return bytes;
+}
+
+/* Called locked, with r holding [addr, addr + size), which jemalloc still
+ * holds. Unlocked, ends the watch and finds what the pages hold (*data:
+ * the runs that keep data; none with zero_on_free, which zeroes them).
+ * Returns their region, locked. */
+static struct hz_region *settle(struct hz_region *r, uintptr_t addr, size_t size,
+				struct hz_region_runs *data)
+{
 	enum hz_backing backing = r->backing;
 	bool lazy = r->lazy;
 
 	unlock();
 	if (lazy)
 		unwatch(addr, size, true);
-	if (cf->zero_on_free)
+	data->count = 0;
+	if (hz_cache_policy()->zero_on_free)
 		hz_pages_zero(backing, addr, size, 0);
-	else if (purge)
-		hz_pages_purge(backing, addr, size);
-	*dirty = !cf->zero_on_free && !purge;
+	else
+		find_data(backing, addr, size, data);
 	hz_lock(&lock);
 	return hz_regions_find(addr);
 }
 
-int hz_extents_free(uintptr_t addr, size_t size, bool destroy)
+/* Whether to keep data bytes more of dirty pages: within the budget the
+ * preload's cache shares, and within what jemalloc's demand swings by. */
+static bool keep_dirty(size_t data)
 {
 	const struct hz_cache_budget *budget = hz_cache_budget();
+
+	return hz_cache_budget_used(budget) + data <= hz_cache_budget_max(budget) &&
+	       hz_regions_totals.dirty_bytes + data <= demand_room();
+}
+
+/* Purge the runs (jemalloc still holds them), unlocked. */
+static struct hz_region *purge_runs(enum hz_backing backing, struct hz_region_runs *runs)
+{
+	uintptr_t any = runs->run[0].start;
+
+	unlock();
+	for (unsigned i = 0; i < runs->count; i++)
+		hz_pages_purge(backing, runs->run[i].start, hz_range_len(runs->run[i]));
+	runs->count = 0;
+	hz_lock(&lock);
+	return hz_regions_find(any);
+}
+
+int hz_extents_free(uintptr_t addr, size_t size, bool destroy)
+{
 	struct chores c = { .releases = 0, .purge = { .count = 0 } };
+	struct hz_region_runs data;
 	struct hz_region *r;
 	size_t first;
-	bool dirty = true, gone, purge;
+	bool gone;
 	unsigned arena;
 	uint64_t now;
 
@@ -355,15 +509,18 @@ int hz_extents_free(uintptr_t addr, size_t size, bool destroy)
 		unlock();
 		return -ENOENT;
 	}
-	/* destroy frees too (jemalloc's retained extents, at arena destroy):
-	 * with zero_on_free its contents must go at once as well, even when
-	 * other extents keep the region mapped. */
-	purge = !destroy && hz_cache_budget_used(budget) + size > hz_cache_budget_max(budget);
-	if (r->lazy || hz_cache_policy()->zero_on_free || purge)
-		r = settle(r, addr, size, purge, &dirty);
+	r = settle(r, addr, size, &data);
 	now = hz_prim_now_ns();
+	demand_given(size, runs_bytes(&data));
+	demand_note(now);
+	/* destroy frees too (jemalloc's retained extents, at arena destroy):
+	 * a region it leaves empty goes at once, dirty or not. */
+	if (!destroy && data.count > 0 && !keep_dirty(runs_bytes(&data)))
+		r = purge_runs(r->backing, &data);
 	arena = r->arena;
-	hz_regions_unclaim(r, first, size / HZ_SZ_4K, dirty, now);
+	hz_regions_unclaim(r, first, size / HZ_SZ_4K, false, now);
+	for (unsigned i = 0; i < data.count; i++)
+		hz_regions_mark_dirty(r, data.run[i], now);
 	if (destroy && hz_region_empty(r))
 		c.release[c.releases++] = hz_regions_take_out(r);
 	gone = arena_holds_nothing(arena);

@@ -185,6 +185,67 @@ struct hz_region *hz_regions_fit(unsigned arena, size_t n, size_t align, size_t 
 	return NULL;
 }
 
+/* Page index of the start of [first, first + n) moved down to align, or
+ * SIZE_MAX when that leaves the region or any page of it is not free. */
+static size_t placed(const struct hz_region *r, size_t first, size_t n, size_t align)
+{
+	uintptr_t at = hz_align_down(r->range.start + first * HZ_SZ_4K, align);
+	size_t i;
+
+	if (at < r->range.start)
+		return SIZE_MAX;
+	i = hz_region_page_of(r, at);
+	if (n > hz_region_pages(r) - i || !hz_regions_all_free(r, i, n))
+		return SIZE_MAX;
+	return i;
+}
+
+/* The placement of n pages in r that covers the most dirty pages: one
+ * that starts where a dirty run starts, or ends where one ends. */
+static size_t most_dirty_in(const struct hz_region *r, size_t n, size_t align, size_t *first)
+{
+	size_t i = 0, pages = hz_region_pages(r), best = 0;
+
+	while ((i = hz_bits_find(r->dirty_map, i, pages, true)) < pages) {
+		size_t j = hz_bits_find(r->dirty_map, i, pages, false);
+		size_t at[2] = { placed(r, i, n, align), j >= n ? placed(r, j - n, n, align) : SIZE_MAX };
+
+		for (int k = 0; k < 2; k++) {
+			size_t covered = at[k] == SIZE_MAX ? 0 : hz_bits_count(r->dirty_map, at[k], n);
+
+			if (covered > best) {
+				best = covered;
+				*first = at[k];
+			}
+		}
+		if (best == n)
+			break;
+		i = j;
+	}
+	return best;
+}
+
+struct hz_region *hz_regions_fit_dirty(unsigned arena, size_t n, size_t align, size_t *first)
+{
+	struct hz_region *best = NULL;
+	size_t most = 0;
+
+	for (unsigned k = 0; k < hz_region_count && most < n; k++) {
+		struct hz_region *r = &hz_regions[k];
+		size_t at, covered;
+
+		if (r->arena != arena || r->dirty_pages == 0 || r->free_pages < n)
+			continue;
+		covered = most_dirty_in(r, n, align, &at);
+		if (covered > most) {
+			most = covered;
+			best = r;
+			*first = at;
+		}
+	}
+	return best;
+}
+
 bool hz_regions_all_free(const struct hz_region *r, size_t first, size_t n)
 {
 	return hz_bits_count(r->free_map, first, n) == n;
@@ -195,7 +256,7 @@ bool hz_regions_any_free(const struct hz_region *r, size_t first, size_t n)
 	return hz_bits_find(r->free_map, first, first + n, true) != first + n;
 }
 
-static void add_run(struct hz_region_runs *d, struct hz_range run)
+void hz_region_runs_add(struct hz_region_runs *d, struct hz_range run)
 {
 	if (d->count < HZ_REGION_RUNS)
 		d->run[d->count++] = run;
@@ -212,7 +273,7 @@ void hz_regions_claim(struct hz_region *r, size_t first, size_t n,
 	while ((i = hz_bits_find(r->dirty_map, i, end, true)) < end) {
 		size_t j = hz_bits_find(r->dirty_map, i, end, false);
 
-		add_run(d, hz_region_run(r, i, j));
+		hz_region_runs_add(d, hz_region_run(r, i, j));
 		i = j;
 	}
 	hz_bits_set(r->free_map, first, n, false);
@@ -237,13 +298,28 @@ void hz_regions_unclaim(struct hz_region *r, size_t first, size_t n, bool dirty,
 		r->idle_since = now;
 }
 
-void hz_regions_claim_dirty(struct hz_region *r, struct hz_region_runs *out)
+void hz_regions_mark_dirty(struct hz_region *r, struct hz_range run, uint64_t now)
 {
-	size_t i = 0, pages = hz_region_pages(r);
+	size_t first = hz_region_page_of(r, run.start), n = hz_range_len(run) / HZ_SZ_4K;
+	size_t clean = n - hz_bits_count(r->dirty_map, first, n);
 
-	while (out->count < HZ_REGION_RUNS &&
+	hz_bits_set(r->dirty_map, first, n, true);
+	r->dirty_pages += clean;
+	r->dirty_since = now;
+	hz_regions_totals.dirty_bytes += clean * HZ_SZ_4K;
+}
+
+size_t hz_regions_claim_dirty(struct hz_region *r, struct hz_region_runs *out, size_t most)
+{
+	size_t i = 0, pages = hz_region_pages(r), claimed = 0;
+
+	while (out->count < HZ_REGION_RUNS && claimed < most &&
 	       (i = hz_bits_find(r->dirty_map, i, pages, true)) < pages) {
 		size_t j = hz_bits_find(r->dirty_map, i, pages, false);
+
+		if (j - i > most - claimed)
+			j = i + (most - claimed);
+		claimed += j - i;
 
 		hz_bits_set(r->free_map, i, j - i, false);
 		hz_bits_set(r->dirty_map, i, j - i, false);
@@ -253,4 +329,5 @@ void hz_regions_claim_dirty(struct hz_region *r, struct hz_region_runs *out)
 		out->run[out->count++] = hz_region_run(r, i, j);
 		i = j;
 	}
+	return claimed;
 }

@@ -95,6 +95,11 @@ struct hz_region hz_regions_take_out(struct hz_region *r);
  * page index), or NULL. */
 struct hz_region *hz_regions_fit(unsigned arena, size_t n, size_t align, size_t *first);
 
+/* Of the fits that cover dirty pages (pages still resident, which the
+ * extent then reuses rather than faulting fresh ones), the one covering
+ * the most, the first by address among equals; NULL when none does. */
+struct hz_region *hz_regions_fit_dirty(unsigned arena, size_t n, size_t align, size_t *first);
+
 /* Whether pages [first, first + n) of r are all free. */
 bool hz_regions_all_free(const struct hz_region *r, size_t first, size_t n);
 
@@ -110,6 +115,9 @@ struct hz_region_runs {
 	unsigned count;
 };
 
+/* Add run to *d; past HZ_REGION_RUNS the last run is stretched over it. */
+void hz_region_runs_add(struct hz_region_runs *d, struct hz_range run);
+
 /* Hand pages [first, first + n) of r out (they must be free); their dirty
  * runs go to *dirty. */
 void hz_regions_claim(struct hz_region *r, size_t first, size_t n,
@@ -120,8 +128,12 @@ void hz_regions_claim(struct hz_region *r, size_t first, size_t n,
 void hz_regions_unclaim(struct hz_region *r, size_t first, size_t n, bool dirty,
 			uint64_t now);
 
-/* Hand out r's dirty runs for purging, appending to *out until it is full
- * (no run is stretched here). */
-void hz_regions_claim_dirty(struct hz_region *r, struct hz_region_runs *out);
+/* Mark run (free pages of r) as holding data. */
+void hz_regions_mark_dirty(struct hz_region *r, struct hz_range run, uint64_t now);
+
+/* Hand out r's dirty runs for purging, at most most pages of them,
+ * appending to *out until it is full (no run is stretched here). Returns
+ * the pages claimed. */
+size_t hz_regions_claim_dirty(struct hz_region *r, struct hz_region_runs *out, size_t most);
 
 #endif /* HZ_JEMALLOC_REGIONS_H */

@@ -91,6 +91,59 @@ static void odd_sizes_are_carved_page_granular_from_one_huge_page_region(void **
 
 /* jemalloc's retained growth (*commit false on entry) is refused, so that
  * jemalloc asks for the exact size instead (see src/jemalloc/hooks.c). */
+/* An extent given back counts as dirty only where it holds data: pages
+ * never written read zero, need no zeroing and cost no memory. Here one
+ * byte of 8 MiB was written: one page of 4 KiB, or one huge page, is
+ * dirty (on b9e4f2a's hooks, all 8 MiB). */
+static void only_written_pages_come_back_dirty(void **state)
+{
+	const unsigned ind = 3020;
+	char *keep = alloc_ok(ind, 4 * KiB, 4 * KiB); /* keeps the region */
+	char *p = alloc_at(ind, NULL, 8 * MiB, 2 * MiB, NULL); /* not read: reads fault too */
+	size_t dirty;
+
+	(void)state;
+	assert_non_null(p);
+	p[3 * MiB] = 1;
+	dalloc_ok(ind, p, 8 * MiB);
+	dirty = stats_of(ind).dirty_bytes;
+	assert_true(dirty <= 2 * MiB);
+	p = alloc_ok(ind, 8 * MiB, 2 * MiB); /* reads zero (alloc_ok) */
+	dalloc_ok(ind, p, 8 * MiB);
+	dalloc_ok(ind, keep, 4 * KiB);
+}
+
+/* A new extent goes where freed pages still hold data, which it reuses,
+ * rather than onto fresh pages at a lower address, whose faults would
+ * leave the dirty ones idle. First in the group: the hooks keep dirty
+ * pages only within the demand they saw, in the density of what was given
+ * back (jemalloc/extents.c), which earlier tests would change. */
+static void new_extents_reuse_dirty_pages_first(void **state)
+{
+	const unsigned ind = 3021;
+	char *clean = alloc_at(ind, NULL, 4 * MiB, 2 * MiB, NULL); /* never touched */
+	char *used = alloc_at(ind, NULL, 8 * MiB, 2 * MiB, NULL);
+	char *keep = alloc_ok(ind, 4 * KiB, 4 * KiB);
+	char *p;
+
+	(void)state;
+	assert_non_null(clean);
+	assert_non_null(used);
+	assert_true(clean < used);
+	memset(used, 7, 8 * MiB);
+	dalloc_ok(ind, used, 8 * MiB);
+	dalloc_ok(ind, clean, 4 * MiB);
+	if (!frees_stay_dirty()) {
+		assert_int_equal(stats_of(ind).dirty_bytes, 0);
+	} else {
+		assert_int_equal(stats_of(ind).dirty_bytes, 8 * MiB);
+		p = alloc_ok(ind, 4 * MiB, 2 * MiB);
+		assert_ptr_equal(p, used);
+		dalloc_ok(ind, p, 4 * MiB);
+	}
+	dalloc_ok(ind, keep, 4 * KiB);
+}
+
 static void growth_requests_are_refused(void **state)
 {
 	bool zero = false, commit = false;
@@ -417,6 +470,8 @@ static void idle_dirty_pages_and_empty_regions_decay(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(new_extents_reuse_dirty_pages_first),
+		cmocka_unit_test(only_written_pages_come_back_dirty),
 		cmocka_unit_test(odd_sizes_are_carved_page_granular_from_one_huge_page_region),
 		cmocka_unit_test(growth_requests_are_refused),
 		cmocka_unit_test(alignment_is_honoured_up_to_1g),

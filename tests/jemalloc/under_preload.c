@@ -191,10 +191,86 @@ static void barely_touched_large_values_stay_on_small_pages(void **state)
 		free(p[i]);
 }
 
+static ssize_t dirty_decay_ms_of(void *p)
+{
+	unsigned ind;
+	size_t len = sizeof(ind);
+	ssize_t ms = -2;
+	char name[64];
+
+	assert_int_equal(mallctl("arenas.lookup", &ind, &len, &p, sizeof(p)), 0);
+	snprintf(name, sizeof(name), "arena.%u.dirty_decay_ms", ind);
+	len = sizeof(ms);
+	assert_int_equal(mallctl(name, &ms, &len, NULL, 0), 0);
+	return ms;
+}
+
+static size_t rss_bytes(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long size = 0, resident = 0;
+
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%ld %ld", &size, &resident), 2);
+	fclose(f);
+	return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* As under jemalloc alone, values of opt.oversize_threshold (8 MiB) and
+ * more come from an arena that hands them back once freed (to hugezero's
+ * extents, which keep them for reuse only within the program's recent
+ * demand), the others from one that keeps them for jemalloc's decay. A
+ * program that cycles values of varying sizes, written whole, then peaks
+ * near its live bytes: with one arena for all sizes, jemalloc kept the old
+ * values beside the new ones and the peak was 1.95x the live bytes (1.00x
+ * under jemalloc alone, 1.10x now). */
+static void cycled_values_of_varying_sizes_cost_about_their_peak(void **state)
+{
+	enum { SLOTS = 4, ROUNDS = 60 };
+	size_t oversize = 0, len = sizeof(oversize), size[SLOTS] = { 0 }, live = 0, peak = 0;
+	size_t base = rss_bytes(), most = 0;
+	char *v[SLOTS] = { NULL }, *small;
+	unsigned seed = 7;
+
+	(void)state;
+	if (mallctl("opt.oversize_threshold", &oversize, &len, NULL, 0) != 0 || oversize == 0 ||
+	    oversize > 8 * MiB) {
+		print_message("[  SKIP    ] this jemalloc has no oversize arena of 8 MiB or less\n");
+		skip();
+	}
+	small = malloc(oversize - 64 * KiB);
+	assert_true(hooked(small));
+	assert_true(dirty_decay_ms_of(small) != 0);
+	free(small);
+	for (int i = 0; i < ROUNDS; i++) {
+		int k = i % SLOTS;
+		size_t rss;
+
+		free(v[k]);
+		live -= size[k];
+		size[k] = oversize + (rand_r(&seed) % 9) * MiB + (rand_r(&seed) % 64) * 4 * KiB;
+		v[k] = malloc(size[k]);
+		assert_non_null(v[k]);
+		assert_true(hooked(v[k]));
+		assert_int_equal(dirty_decay_ms_of(v[k]), 0);
+		memset(v[k], i, size[k]);
+		live += size[k];
+		peak = live > peak ? live : peak;
+		rss = rss_bytes();
+		most = rss > most ? rss : most;
+	}
+	print_message("peak %zu KiB over %zu KiB of live values at most\n",
+		      (most - base) >> 10, peak >> 10);
+	assert_true(most - base <= peak + peak / 4);
+	for (int k = 0; k < SLOTS; k++)
+		free(v[k]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(barely_touched_large_values_stay_on_small_pages),
+		cmocka_unit_test(cycled_values_of_varying_sizes_cost_about_their_peak),
 		cmocka_unit_test(hooked_pointers_survive_the_preloads_free_and_realloc),
 		cmocka_unit_test(large_requests_come_from_the_hooks_on_every_thread_and_after_fork),
 	};
