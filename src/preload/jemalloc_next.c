@@ -6,11 +6,12 @@
  * folly's fbvector and fbstring call sallocx and xallocx on what malloc
  * returned, and crashed. So when the next allocator is jemalloc, hugezero
  * makes no blocks of its own. Large requests become mallocx/rallocx calls
- * on one arena of jemalloc's that carries hugezero's extent hooks
+ * on an arena of jemalloc's that carries hugezero's extent hooks (two:
+ * oversize requests apart, create_oversize_arena)
  * (src/jemalloc/): huge-page backing and zeroing come from the hooks, and
  * every pointer is jemalloc's, so every jemalloc API works on every pointer.
  *
- * Why one arena of our own rather than the hooks on jemalloc's automatic
+ * Why arenas of our own rather than the hooks on jemalloc's automatic
  * arenas, and why no interposed *allocx family:
  *  - The automatic arenas (4 per CPU) are created lazily, and jemalloc's
  *    "huge" arena for requests of 8 MiB and more (opt.oversize_threshold)
@@ -106,10 +107,11 @@ static const struct hz_extents_watcher extent_watcher = { watching_extents, watc
  * decay), and the oversize one gives them to hugezero's extents at once,
  * which keep them for reuse only within the program's recent demand
  * (jemalloc/extents.c). With one arena for both, jemalloc held every freed
- * value up to 10 s, and a program cycling 2-20 MiB values took 1.2x the
- * memory it takes under jemalloc alone (bench/RESULTS.md). No second arena
- * (none can be made, or the program disabled the threshold): one serves
- * all. */
+ * value for its decay (10 s) beside the new ones: values of 8-16 MiB
+ * cycled in 4 slots peaked at 1.94x the memory of jemalloc alone, 1.10x
+ * with the split (bench/RESULTS.md). No second arena (none can be made,
+ * the program disabled the threshold, or its decay cannot be set, which
+ * leaves it unused): one serves all. */
 #ifdef HZ_HAVE_JEMALLOC
 static void create_oversize_arena(void)
 {
