@@ -67,6 +67,17 @@ size_t hz_jemalloc_oversize_threshold(void)
 	return v;
 }
 
+int hz_jemalloc_destroy_arena(unsigned arena_ind)
+{
+	mallctl_fn ctl = find_mallctl();
+	char name[64];
+
+	if (!ctl)
+		return ENOSYS;
+	snprintf(name, sizeof(name), "arena.%u.destroy", arena_ind);
+	return ctl(name, NULL, NULL, NULL, 0);
+}
+
 int hz_jemalloc_purge_at_once(unsigned arena_ind)
 {
 	static const char *const decays[] = { "dirty_decay_ms", "muzzy_decay_ms" };

@@ -58,34 +58,19 @@ static uint64_t last_decay_check;
 static size_t charged; /* dirty bytes charged to the budget */
 
 /* What jemalloc holds, and the most it held lately: the dirty pages kept
- * for reuse are at most the difference, in the pages extents given back
- * held (demand_room), so that the arena's resident memory stays within
- * its recent peak, as it would without the hooks' cache (jemalloc alone
- * gets fresh pages for every extent, and a program's sparse values cost
- * it only what it touched). The peak is of the last one to two
- * half-windows of HUGEZERO_DECAY_MS. */
+ * for reuse are at most the difference (demand_room), so that the arena's
+ * memory stays within its recent peak, as it would without the hooks'
+ * cache (jemalloc alone gets fresh pages for every extent). The peak is
+ * of the last one to two half-windows of HUGEZERO_DECAY_MS. Scaling the
+ * room by the share of given-back bytes that held data was tried: on
+ * values half of them barely touched, 4% less memory for 40% more time
+ * (bench/RESULTS.md). */
 static struct {
 	size_t active;    /* bytes handed out and not given back */
 	size_t peak;      /* most active since since */
 	size_t last_peak; /* most active in the half-window before */
 	uint64_t since;
-	size_t given;     /* bytes given back lately (halved as they grow) */
-	size_t held;      /* of which held data when given back */
 } demand;
-
-/* size bytes given back, data of them holding data. given and held are
- * halved past the cache's budget (HUGEZERO_CACHE_MAX), so they weigh
- * about the last budget's worth of extents. */
-static void demand_given(size_t size, size_t data)
-{
-	demand.given += size;
-	demand.held += data;
-	demand.active = demand.active > size ? demand.active - size : 0;
-	if (demand.given > hz_cache_budget_max(hz_cache_budget())) {
-		demand.given /= 2;
-		demand.held /= 2;
-	}
-}
 
 static void demand_note(uint64_t now)
 {
@@ -104,9 +89,8 @@ static void demand_note(uint64_t now)
 static size_t demand_room(void)
 {
 	size_t peak = demand.peak > demand.last_peak ? demand.peak : demand.last_peak;
-	double density = demand.given ? (double)demand.held / (double)demand.given : 1.0;
 
-	return peak > demand.active ? (size_t)((double)(peak - demand.active) * density) : 0;
+	return peak > demand.active ? peak - demand.active : 0;
 }
 
 /* Drop the lock, charging the budget with what the dirty pages became. */
@@ -395,6 +379,15 @@ int hz_extents_alloc(unsigned arena, uintptr_t want, size_t size, size_t align,
 
 /* ---- taking back ---- */
 
+/* Stops the program unless all of [addr, addr + size) in r is handed out:
+ * freed twice (or meanwhile, by another thread: counted once more, its
+ * pages would make a region look empty under live extents). */
+static void still_held(const struct hz_region *r, uintptr_t addr, size_t size)
+{
+	if (hz_regions_any_free(r, hz_region_page_of(r, addr), size / HZ_SZ_4K))
+		hz_fatal("jemalloc hook: [%p, +%zu) freed twice", (void *)addr, size);
+}
+
 /* The region holding [addr, addr + size), which must be handed out; stops
  * the program otherwise. NULL when the range is not ours. */
 static struct hz_region *held_range(uintptr_t addr, size_t size, size_t *first)
@@ -408,8 +401,7 @@ static struct hz_region *held_range(uintptr_t addr, size_t size, size_t *first)
 		hz_fatal("jemalloc hook: [%p, +%zu) is not an extent hugezero handed out",
 			 (void *)addr, size);
 	*first = hz_region_page_of(r, addr);
-	if (hz_regions_any_free(r, *first, size / HZ_SZ_4K))
-		hz_fatal("jemalloc hook: [%p, +%zu) freed twice", (void *)addr, size);
+	still_held(r, addr, size);
 	return r;
 }
 
@@ -510,13 +502,16 @@ int hz_extents_free(uintptr_t addr, size_t size, bool destroy)
 		return -ENOENT;
 	}
 	r = settle(r, addr, size, &data);
+	still_held(r, addr, size);
 	now = hz_prim_now_ns();
-	demand_given(size, runs_bytes(&data));
+	demand.active = demand.active > size ? demand.active - size : 0;
 	demand_note(now);
 	/* destroy frees too (jemalloc's retained extents, at arena destroy):
 	 * a region it leaves empty goes at once, dirty or not. */
-	if (!destroy && data.count > 0 && !keep_dirty(runs_bytes(&data)))
+	if (!destroy && data.count > 0 && !keep_dirty(runs_bytes(&data))) {
 		r = purge_runs(r->backing, &data);
+		still_held(r, addr, size);
+	}
 	arena = r->arena;
 	hz_regions_unclaim(r, first, size / HZ_SZ_4K, false, now);
 	for (unsigned i = 0; i < data.count; i++)

@@ -18,4 +18,7 @@ size_t hz_jemalloc_oversize_threshold(void);
  * oversize requests does (dirty and muzzy decay 0). 0 or an errno value. */
 int hz_jemalloc_purge_at_once(unsigned arena_ind);
 
+/* arena.<i>.destroy: 0 or an errno value. */
+int hz_jemalloc_destroy_arena(unsigned arena_ind);
+
 #endif /* HZ_JEMALLOC_HOOKS_H */

@@ -201,12 +201,15 @@ static size_t placed(const struct hz_region *r, size_t first, size_t n, size_t a
 }
 
 /* The placement of n pages in r that covers the most dirty pages: one
- * that starts where a dirty run starts, or ends where one ends. */
-static size_t most_dirty_in(const struct hz_region *r, size_t n, size_t align, size_t *first)
+ * that starts where a dirty run starts, or ends where one ends, among the
+ * first *runs dirty runs (counted down: the lock is held, and a map of
+ * scattered dirty pages would otherwise cost milliseconds per extent). */
+static size_t most_dirty_in(const struct hz_region *r, size_t n, size_t align, size_t *first,
+			    unsigned *runs)
 {
 	size_t i = 0, pages = hz_region_pages(r), best = 0;
 
-	while ((i = hz_bits_find(r->dirty_map, i, pages, true)) < pages) {
+	while (*runs > 0 && (i = hz_bits_find(r->dirty_map, i, pages, true)) < pages) {
 		size_t j = hz_bits_find(r->dirty_map, i, pages, false);
 		size_t at[2] = { placed(r, i, n, align), j >= n ? placed(r, j - n, n, align) : SIZE_MAX };
 
@@ -220,6 +223,7 @@ static size_t most_dirty_in(const struct hz_region *r, size_t n, size_t align, s
 		}
 		if (best == n)
 			break;
+		(*runs)--;
 		i = j;
 	}
 	return best;
@@ -228,15 +232,16 @@ static size_t most_dirty_in(const struct hz_region *r, size_t n, size_t align, s
 struct hz_region *hz_regions_fit_dirty(unsigned arena, size_t n, size_t align, size_t *first)
 {
 	struct hz_region *best = NULL;
+	unsigned runs = HZ_REGION_RUNS;
 	size_t most = 0;
 
-	for (unsigned k = 0; k < hz_region_count && most < n; k++) {
+	for (unsigned k = 0; k < hz_region_count && most < n && runs > 0; k++) {
 		struct hz_region *r = &hz_regions[k];
 		size_t at, covered;
 
-		if (r->arena != arena || r->dirty_pages == 0 || r->free_pages < n)
+		if (r->arena != arena || r->dirty_pages <= most || r->free_pages < n)
 			continue;
-		covered = most_dirty_in(r, n, align, &at);
+		covered = most_dirty_in(r, n, align, &at, &runs);
 		if (covered > most) {
 			most = covered;
 			best = r;

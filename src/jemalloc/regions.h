@@ -97,7 +97,8 @@ struct hz_region *hz_regions_fit(unsigned arena, size_t n, size_t align, size_t 
 
 /* Of the fits that cover dirty pages (pages still resident, which the
  * extent then reuses rather than faulting fresh ones), the one covering
- * the most, the first by address among equals; NULL when none does. */
+ * the most, the first by address among equals; NULL when none does. Only
+ * the first HZ_REGION_RUNS dirty runs, by address, are looked at. */
 struct hz_region *hz_regions_fit_dirty(unsigned arena, size_t n, size_t align, size_t *first);
 
 /* Whether pages [first, first + n) of r are all free. */

@@ -66,10 +66,12 @@ _Static_assert(JE_ZERO == MALLOCX_ZERO && JE_TCACHE_NONE == MALLOCX_TCACHE_NONE 
 
 typedef void *(*mallocx_fn)(size_t, int);
 typedef void *(*rallocx_fn)(void *, size_t, int);
+typedef size_t (*nallocx_fn)(size_t, int);
 
 static struct hz_next je; /* jemalloc's own entry points */
 static mallocx_fn je_mallocx;
 static rallocx_fn je_rallocx;
+static nallocx_fn je_nallocx; /* NULL: sizes are compared as asked for */
 
 enum { ARENA_NEW, ARENA_CREATING, ARENA_READY, ARENA_NONE };
 static int arena_state = ARENA_NEW;
@@ -109,17 +111,22 @@ static const struct hz_extents_watcher extent_watcher = { watching_extents, watc
  * (jemalloc/extents.c). With one arena for both, jemalloc held every freed
  * value for its decay (10 s) beside the new ones: values of 8-16 MiB
  * cycled in 4 slots peaked at 1.94x the memory of jemalloc alone, 1.10x
- * with the split (bench/RESULTS.md). No second arena (none can be made,
- * the program disabled the threshold, or its decay cannot be set, which
- * leaves it unused): one serves all. */
+ * with the split (bench/RESULTS.md). As jemalloc does, the threshold is
+ * compared with the size class a request gets (nallocx). No second arena
+ * (none can be made, the program disabled the threshold, or its decay
+ * cannot be set): one serves all. */
 #ifdef HZ_HAVE_JEMALLOC
 static void create_oversize_arena(void)
 {
 	size_t from = hz_jemalloc_oversize_threshold();
 	unsigned ind;
 
-	if (from == 0 || hz_jemalloc_create_arena(&ind) != 0 || hz_jemalloc_purge_at_once(ind) != 0)
+	if (from == 0 || hz_jemalloc_create_arena(&ind) != 0)
 		return;
+	if (hz_jemalloc_purge_at_once(ind) != 0) {
+		hz_jemalloc_destroy_arena(ind);
+		return;
+	}
 	oversize_flags = JE_ARENA(ind) | JE_TCACHE_NONE;
 	oversize_from = from;
 }
@@ -170,9 +177,12 @@ static bool arena_ready(void)
  * is no arena of ours: the request then goes to jemalloc as it came. */
 static int large_flags(size_t size)
 {
+	size_t usize;
+
 	if (!arena_ready())
 		return -1;
-	return size >= oversize_from ? oversize_flags : arena_flags;
+	usize = je_nallocx && size < oversize_from ? je_nallocx(size, arena_flags) : size;
+	return usize >= oversize_from ? oversize_flags : arena_flags;
 }
 
 static inline bool is_large(size_t size)
@@ -279,6 +289,9 @@ int hz_jemalloc_next_start(struct hz_next *next)
 	je = *next;
 	je_mallocx = (mallocx_fn)(uintptr_t)mallocx;
 	je_rallocx = (rallocx_fn)(uintptr_t)rallocx;
+	je_nallocx = (nallocx_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "nallocx");
+	if (!je_nallocx) /* clears the failed lookup's error (is_jemalloc) */
+		(void)dlsym(RTLD_DEFAULT, "malloc");
 	/* free and malloc_usable_size stay jemalloc's own: every pointer is. */
 	next->next_malloc = routed_malloc;
 	next->next_calloc = routed_calloc;

@@ -233,12 +233,12 @@ static void cycled_values_of_varying_sizes_cost_about_their_peak(void **state)
 	unsigned seed = 7;
 
 	(void)state;
-	if (mallctl("opt.oversize_threshold", &oversize, &len, NULL, 0) != 0 || oversize == 0 ||
-	    oversize > 8 * MiB) {
-		print_message("[  SKIP    ] this jemalloc has no oversize arena of 8 MiB or less\n");
+	if (mallctl("opt.oversize_threshold", &oversize, &len, NULL, 0) != 0 ||
+	    oversize < 4 * MiB || oversize > 8 * MiB) {
+		print_message("[  SKIP    ] this jemalloc has no oversize arena of 4-8 MiB\n");
 		skip();
 	}
-	small = malloc(oversize - 64 * KiB);
+	small = malloc(oversize / 2); /* large for the preload (2 MiB), not oversize */
 	assert_true(hooked(small));
 	assert_true(dirty_decay_ms_of(small) != 0);
 	free(small);
