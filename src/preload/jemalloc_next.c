@@ -110,7 +110,7 @@ static const struct hz_extents_watcher extent_watcher = { watching_extents, watc
  * which keep them for reuse only within the program's recent demand
  * (jemalloc/extents.c). With one arena for both, jemalloc held every freed
  * value for its decay (10 s) beside the new ones: values of 8-16 MiB
- * cycled in 4 slots peaked at 1.94x the memory of jemalloc alone, 1.10x
+ * cycled in 4 slots peaked at 1.94x the memory of jemalloc alone, 1.13x
  * with the split (bench/RESULTS.md). As jemalloc does, the threshold is
  * compared with the size class a request gets (nallocx). No second arena
  * (none can be made, the program disabled the threshold, or its decay
