@@ -60,14 +60,14 @@
  * takes: larger ranges (above 2 TiB) are not tracked. */
 #define SEG_HP_MAX HZ_PROMOTE_DENSE_MAX
 /* 20 ms of scanning and collapsing per tick (mincore reads 1 GiB in about
- * 1 ms). */
-#define TICK_BUDGET_NS 20000000ull
-/* 2 MiB in 30 ms of CPU (70 MB/s): reclaim or compaction. On a VM whose
+ * 1 ms). A collapse that alone takes a tick's budget of CPU (2 MiB at 100
+ * MB/s) met reclaim or compaction: the promoter backs off. On a VM whose
  * host backs fresh memory lazily a collapse costs 5-7 ms of CPU (the new
  * huge page is fresh memory, 0.3-0.4 GB/s measured on a 4 GiB table), so
  * a bar of 8 ms backed off after most collapses and the table was 10-15%
- * huge after 6 s; with 30 ms, 15-22%. */
-#define SLOW_COLLAPSE_NS 30000000ull
+ * huge after 6 s; with 30 ms, 15-22%; with 20 ms, as much (bench/RESULTS.md,
+ * "Two thresholds fewer"). */
+#define TICK_BUDGET_NS 20000000ull
 #define INTERVAL_MIN_NS 100000000ull   /* 100 ms */
 #define INTERVAL_MAX_NS 8000000000ull  /* 8 s after failures */
 /* 2 s when nothing was dense: a range old enough whose pages fill in
@@ -364,7 +364,7 @@ static bool collapse_one(struct hz_promote_slot *s, uintptr_t a, struct hz_promo
 		b->worked = true;
 		/* CPU time, not wall: at idle priority on a busy machine the
 		 * thread waits for a CPU far longer than it collapses. */
-		if (cpu > SLOW_COLLAPSE_NS)
+		if (cpu > TICK_BUDGET_NS)
 			b->stop = b->backoff = true;
 		if (t0 + ns >= b->until)
 			b->stop = true;
