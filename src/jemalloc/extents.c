@@ -9,13 +9,13 @@
  *  - Freed extents stay mapped, their pages that hold data dirty, while
  *    the budget the preload's cache shares (HUGEZERO_CACHE_MAX in all) has
  *    room and while the dirty pages stay within the recent demand
- *    (demand_room); beyond that a freed extent is purged at once, and a
+ *    (demand.h); beyond that a freed extent is purged at once, and a
  *    new extent that leaves too many dirty pages idle has the oldest
  *    purged. New extents go over dirty pages first. The dirty pages are
  *    charged to the budget whenever the lock is dropped.
  *  - Dirty pages of a region that got none for HUGEZERO_DECAY_MS are purged,
- *    and a region left entirely free that long is unmapped. (Checked when
- *    jemalloc calls the hooks: there is no thread.)
+ *    and a region left entirely free that long is unmapped, at the first
+ *    hook call after that (there is no thread).
  *  - A region left empty by destroy, or whose arena holds nothing any more,
  *    is unmapped at once: arena.<i>.destroy ends by freeing the arena's
  *    metadata, which jemalloc allocated through these hooks.
@@ -33,11 +33,11 @@
 
 #include "../../include/hugezero/jemalloc.h"
 #include "cache.h"
+#include "demand.h"
 #include "lock.h"
 #include "log.h"
 #include "options.h"
 #include "pages.h"
-#include "prim/memory.h"
 #include "prim/prim.h"
 #include "regions.h"
 
@@ -50,48 +50,14 @@
 #define REGION_GROWTH 8
 /* Regions unmapped per batch outside the lock. */
 #define RELEASE_BATCH 8
-/* Decay is looked for at most this often: 100 ms. */
-#define DECAY_CHECK_NS 100000000ull
 
 static struct hz_lock lock = HZ_LOCK_INIT;
-static uint64_t last_decay_check;
 static size_t charged; /* dirty bytes charged to the budget */
-
-/* What jemalloc holds, and the most it held lately: the dirty pages kept
- * for reuse are at most the difference (demand_room), so that the arena's
- * memory stays within its recent peak, as it would without the hooks'
- * cache (jemalloc alone gets fresh pages for every extent). The peak is
- * of the last one to two half-windows of HUGEZERO_DECAY_MS. Scaling the
- * room by the share of given-back bytes that held data was tried: on
- * values half of them barely touched, 4% less memory for 40% more time
- * (bench/RESULTS.md). */
-static struct {
-	size_t active;    /* bytes handed out and not given back */
-	size_t peak;      /* most active since since */
-	size_t last_peak; /* most active in the half-window before */
-	uint64_t since;
-} demand;
-
-static void demand_note(uint64_t now)
-{
-	uint64_t half = hz_cache_policy()->decay_ns / 2;
-
-	if (now - demand.since >= half) {
-		demand.last_peak = now - demand.since >= 2 * half ? 0 : demand.peak;
-		demand.peak = 0;
-		demand.since = now;
-	}
-	if (demand.active > demand.peak)
-		demand.peak = demand.active;
-}
-
-/* Dirty bytes worth keeping now. */
-static size_t demand_room(void)
-{
-	size_t peak = demand.peak > demand.last_peak ? demand.peak : demand.last_peak;
-
-	return peak > demand.active ? peak - demand.active : 0;
-}
+static struct hz_demand demand;
+/* When the oldest idle stamp of a region (an empty region's, or its dirty
+ * pages') is a decay old (ns; UINT64_MAX: no region is idle): decay has
+ * nothing to do before, so no hook call looks for it. */
+static uint64_t decay_due = UINT64_MAX;
 
 /* Drop the lock, charging the budget with what the dirty pages became. */
 static void unlock(void)
@@ -225,15 +191,50 @@ static void collect_dirty(struct chores *c, size_t pages)
 	}
 }
 
+static uint64_t plus_decay(uint64_t t)
+{
+	uint64_t decay_ns = hz_cache_policy()->decay_ns;
+
+	return t > UINT64_MAX - decay_ns ? UINT64_MAX : t + decay_ns;
+}
+
+/* A region was stamped idle at now (hz_regions_unclaim, _mark_dirty). */
+static void idle_from(uint64_t now)
+{
+	uint64_t due = plus_decay(now);
+
+	if (due < decay_due)
+		decay_due = due;
+}
+
+/* When the idle stamps left are a decay old; now when c is full, so that
+ * the next call goes on. */
+static uint64_t next_decay(const struct chores *c, uint64_t now)
+{
+	uint64_t oldest = UINT64_MAX;
+
+	if (release_full(c) || c->purge.count == HZ_REGION_RUNS)
+		return now;
+	for (unsigned i = 0; i < hz_region_count; i++) {
+		const struct hz_region *r = &hz_regions[i];
+
+		if (hz_region_empty(r) && r->idle_since < oldest)
+			oldest = r->idle_since;
+		if (r->dirty_pages > 0 && r->dirty_since < oldest)
+			oldest = r->dirty_since;
+	}
+	return oldest == UINT64_MAX ? UINT64_MAX : plus_decay(oldest);
+}
+
 static void decay(struct chores *c, uint64_t now)
 {
-	const struct hz_cache_policy *cf = hz_cache_policy();
+	uint64_t decay_ns = hz_cache_policy()->decay_ns;
 
-	if (now - last_decay_check < DECAY_CHECK_NS || now < cf->decay_ns)
+	if (now < decay_due)
 		return;
-	last_decay_check = now;
-	collect_empty(c, 0, true, now - cf->decay_ns);
-	collect_idle_dirty(c, now - cf->decay_ns);
+	collect_empty(c, 0, true, now - decay_ns);
+	collect_idle_dirty(c, now - decay_ns);
+	decay_due = next_decay(c, now);
 }
 
 static bool arena_holds_nothing(unsigned arena)
@@ -247,6 +248,8 @@ static bool arena_holds_nothing(unsigned arena)
 /* Unlocked: unmap, and purge the claimed idle runs, then free them clean. */
 static void do_chores(struct chores *c)
 {
+	uint64_t now;
+
 	for (unsigned i = 0; i < c->releases; i++)
 		hz_regions_unmap(&c->release[i]);
 	c->releases = 0;
@@ -256,13 +259,15 @@ static void do_chores(struct chores *c)
 		hz_pages_purge(c->purge_backing[i], c->purge.run[i].start,
 			       hz_range_len(c->purge.run[i]));
 	hz_lock(&lock);
+	now = hz_prim_now_ns();
 	for (unsigned i = 0; i < c->purge.count; i++) {
 		struct hz_range run = c->purge.run[i];
 		struct hz_region *r = hz_regions_find(run.start);
 
 		hz_regions_unclaim(r, hz_region_page_of(r, run.start), hz_range_len(run) / HZ_SZ_4K,
-				   false, hz_prim_now_ns());
+				   false, now);
 	}
+	idle_from(now);
 	unlock();
 	c->purge.count = 0;
 }
@@ -361,11 +366,11 @@ int hz_extents_alloc(unsigned arena, uintptr_t want, size_t size, size_t align,
 	lazy = r->lazy;
 	*out = r->range.start + first * HZ_SZ_4K;
 	now = hz_prim_now_ns();
-	demand.active += size;
-	demand_note(now);
+	hz_demand_handed_out(&demand, size, now, hz_cache_policy()->decay_ns);
 	decay(&c, now);
-	if (hz_regions_totals.dirty_bytes > demand_room())
-		collect_dirty(&c, (hz_regions_totals.dirty_bytes - demand_room()) / HZ_SZ_4K);
+	if (hz_regions_totals.dirty_bytes > hz_demand_room(&demand))
+		collect_dirty(&c, (hz_regions_totals.dirty_bytes - hz_demand_room(&demand)) /
+					  HZ_SZ_4K);
 	unlock();
 	do_chores(&c);
 	if (must_zero)
@@ -405,32 +410,6 @@ static struct hz_region *held_range(uintptr_t addr, size_t size, size_t *first)
 	return r;
 }
 
-static void add_data_run(void *ctx, struct hz_range run, enum hz_prim_res res)
-{
-	if (res == HZ_RES_DATA)
-		hz_region_runs_add(ctx, run);
-}
-
-/* The runs of [addr, addr + size) that may hold data: on 4 KiB or
- * transparent huge pages, its resident (or swapped) pages, when
- * PAGEMAP_SCAN tells them apart (the rest reads zero: jemalloc never
- * touched it); else all of it. Only they need zeroing when handed out
- * again and are charged as the cache's memory, so an extent the program
- * used sparsely costs the cache what it holds. */
-static void find_data(enum hz_backing backing, uintptr_t addr, size_t size,
-		      struct hz_region_runs *data)
-{
-	bool exact = false;
-
-	data->count = 0;
-	if (backing == HZ_BACKING_THP || backing == HZ_BACKING_SMALL) {
-		if (hz_prim_residency_scan(addr, size, add_data_run, data, &exact) == 0 && exact)
-			return;
-		data->count = 0;
-	}
-	hz_region_runs_add(data, hz_range_make(addr, size));
-}
-
 static size_t runs_bytes(const struct hz_region_runs *runs)
 {
 	size_t bytes = 0;
@@ -457,7 +436,7 @@ static struct hz_region *settle(struct hz_region *r, uintptr_t addr, size_t size
 	if (hz_cache_policy()->zero_on_free)
 		hz_pages_zero(backing, addr, size, 0);
 	else
-		find_data(backing, addr, size, data);
+		hz_pages_data(backing, addr, size, data);
 	hz_lock(&lock);
 	return hz_regions_find(addr);
 }
@@ -469,7 +448,7 @@ static bool keep_dirty(size_t data)
 	const struct hz_cache_budget *budget = hz_cache_budget();
 
 	return hz_cache_budget_used(budget) + data <= hz_cache_budget_max(budget) &&
-	       hz_regions_totals.dirty_bytes + data <= demand_room();
+	       hz_regions_totals.dirty_bytes + data <= hz_demand_room(&demand);
 }
 
 /* Purge the runs (jemalloc still holds them), unlocked. */
@@ -504,8 +483,7 @@ int hz_extents_free(uintptr_t addr, size_t size, bool destroy)
 	r = settle(r, addr, size, &data);
 	still_held(r, addr, size);
 	now = hz_prim_now_ns();
-	demand.active = demand.active > size ? demand.active - size : 0;
-	demand_note(now);
+	hz_demand_given_back(&demand, size, now, hz_cache_policy()->decay_ns);
 	/* destroy frees too (jemalloc's retained extents, at arena destroy):
 	 * a region it leaves empty goes at once, dirty or not. */
 	if (!destroy && data.count > 0 && !keep_dirty(runs_bytes(&data))) {
@@ -516,6 +494,7 @@ int hz_extents_free(uintptr_t addr, size_t size, bool destroy)
 	hz_regions_unclaim(r, first, size / HZ_SZ_4K, false, now);
 	for (unsigned i = 0; i < data.count; i++)
 		hz_regions_mark_dirty(r, data.run[i], now);
+	idle_from(now);
 	if (destroy && hz_region_empty(r))
 		c.release[c.releases++] = hz_regions_take_out(r);
 	gone = arena_holds_nothing(arena);

@@ -128,3 +128,22 @@ int hz_pages_free_lazily(enum hz_backing b, uintptr_t start, size_t len)
 	return hz_prim_madvise((void *)p.part[1].start, hz_range_len(p.part[1]),
 			       MADV_FREE);
 }
+
+static void add_data_run(void *ctx, struct hz_range run, enum hz_prim_res res)
+{
+	if (res == HZ_RES_DATA)
+		hz_region_runs_add(ctx, run);
+}
+
+void hz_pages_data(enum hz_backing b, uintptr_t start, size_t len, struct hz_region_runs *data)
+{
+	bool exact = false;
+
+	data->count = 0;
+	if (b == HZ_BACKING_THP || b == HZ_BACKING_SMALL) {
+		if (hz_prim_residency_scan(start, len, add_data_run, data, &exact) == 0 && exact)
+			return;
+		data->count = 0;
+	}
+	hz_region_runs_add(data, hz_range_make(start, len));
+}

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "backing.h"
+#include "regions.h"
 
 /* Make [start, start + len) read zero, paying only for resident pages and
  * keeping densely used pages mapped (hz_zero_range per huge-page-aligned
@@ -31,5 +32,14 @@ void hz_pages_purge(enum hz_backing b, uintptr_t start, size_t len);
  * the range. Returns 0, or a negative errno value when nothing was freed
  * (-ENOTSUP on hugetlb, -EINVAL when no whole page lies inside). */
 int hz_pages_free_lazily(enum hz_backing b, uintptr_t start, size_t len);
+
+/* The runs of [start, start + len) that may hold data, into *data: on 4
+ * KiB or transparent huge pages, its resident (or swapped) pages, when
+ * PAGEMAP_SCAN tells them apart (the rest reads zero: nothing touched it);
+ * else all of it. Only they need zeroing when handed out again and are
+ * charged as the cache's memory, so an extent the program used sparsely
+ * costs the cache what it holds. Past HZ_REGION_RUNS runs, the last one
+ * covers the rest. */
+void hz_pages_data(enum hz_backing b, uintptr_t start, size_t len, struct hz_region_runs *data);
 
 #endif /* HZ_JEMALLOC_PAGES_H */
