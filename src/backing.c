@@ -167,53 +167,84 @@ static int map_hugetlb(enum hz_backing b, uintptr_t start, size_t len)
  *
  * On virtual machines whose host reclaims free guest memory (free page
  * reporting, ballooning), a fresh 2 MiB page must be backed by the host
- * again on first touch, and can fault at 1 GB/s where 4 KiB pages, taken
- * from memory the host still backs, fault at 2-4 GB/s (bench/RESULTS.md).
- * So before a fresh block gets huge pages at first touch (BACKING=thp,
- * LAZY_THP=0, jemalloc's extents, or a size class used densely before),
- * the first such block in FRESH_RATE_NS faults a scratch 2 MiB of each
- * kind and times them; when THP is slower the block gets 4 KiB pages for
- * good (MADV_NOHUGEPAGE; the promoter tracks only lazy blocks). One verdict
- * serves every block (bench/RESULTS.md, "Fewer thresholds": a sample of
- * each large block's own first 2 MiB measured no better). */
+ * again on first touch, and can fault at 0.2-1 GB/s, where one freed
+ * shortly before faults at 10-20 (bench/RESULTS.md). So before a fresh
+ * block gets huge pages at first touch (BACKING=thp, LAZY_THP=0, jemalloc's
+ * extents, a size class used densely before, or the rest of a range whose
+ * first writes were dense), the first such block in FRESH_RATE_NS faults a
+ * scratch 2 MiB page and times it against 4 KiB pages faulted as a program
+ * faults them, a write to each; when THP is slower the block gets 4 KiB
+ * pages for good (MADV_NOHUGEPAGE; the promoter tracks only lazy blocks).
+ * One verdict serves every block (bench/RESULTS.md, "Fewer thresholds": a
+ * sample of each large block's own first 2 MiB measured no better).
+ *
+ * Written, not populated: MADV_POPULATE_WRITE faults 4 KiB pages in one
+ * call, without the trap each of a program's faults takes. On the Zen 5
+ * VM (Linux 6.18, page table isolation on) it faulted them at 4-6 GB/s,
+ * where writing them ran at 0.3 (14 us a page), so a huge page the host
+ * had to back again (0.2-0.6 GB/s) was judged slow while it was still
+ * faster than the 4 KiB faults it saved: sort's buffer stayed on 4 KiB
+ * pages in a third of its runs (bench/RESULTS.md, "4 KiB faults timed as
+ * a program takes them"). */
 
-/* Bytes per nanosecond of faulting 2 MiB of fresh memory at start. */
-static double populate_rate(uintptr_t start)
+/* 64 faults: about 1 ms here, and the trap's cost is steady. */
+#define SMALL_SAMPLE (64 * HZ_SZ_4K)
+
+/* A scratch mapping of len bytes with this advice, or NULL. */
+static char *scratch(size_t len, int advice)
 {
-	uint64_t t0 = hz_prim_now_ns(), ns;
-
-	if (hz_prim_madvise((void *)start, HZ_SZ_2M, MADV_POPULATE_WRITE) != 0)
-		return -1;
-	ns = hz_prim_now_ns() - t0;
-	return (double)HZ_SZ_2M / (double)(ns ? ns : 1);
-}
-
-/* The fault rate of a scratch 2 MiB mapping with this advice. */
-static double scratch_rate(int advice)
-{
-	double r;
 	void *mem;
 
-	if (hz_prim_map_aligned(HZ_SZ_2M, HZ_SZ_2M, 0, PROT_READ | PROT_WRITE,
+	if (hz_prim_map_aligned(len, HZ_SZ_2M, 0, PROT_READ | PROT_WRITE,
 				MAP_PRIVATE | MAP_ANONYMOUS, HZ_TRIM_OR_FAIL, &mem) != 0)
+		return NULL;
+	hz_prim_madvise(mem, len, advice);
+	return mem;
+}
+
+static double rate(size_t bytes, uint64_t t0)
+{
+	uint64_t ns = hz_prim_now_ns() - t0;
+
+	return (double)bytes / (double)(ns ? ns : 1);
+}
+
+/* Bytes per nanosecond of faulting a scratch 2 MiB huge page. */
+static double huge_page_rate(void)
+{
+	char *mem = scratch(HZ_SZ_2M, MADV_HUGEPAGE);
+	uint64_t t0 = hz_prim_now_ns();
+	double r = -1;
+
+	if (!mem)
 		return -1;
-	hz_prim_madvise(mem, HZ_SZ_2M, advice);
-	r = populate_rate((uintptr_t)mem);
+	if (hz_prim_madvise(mem, HZ_SZ_2M, MADV_POPULATE_WRITE) == 0)
+		r = rate(HZ_SZ_2M, t0);
 	hz_prim_munmap(mem, HZ_SZ_2M);
 	return r;
 }
 
-/* 4 KiB fault rate, measured once (about 0.5 ms). */
+/* The same for 4 KiB pages, each written once; measured once: the cost of
+ * a fault's trap is the machine's. */
 static double small_page_rate(void)
 {
-	static double rate; /* racing first callers measure twice; harmless */
+	static double measured; /* racing first callers measure twice; harmless */
 	double r;
+	char *mem;
+	uint64_t t0;
 
-	__atomic_load(&rate, &r, __ATOMIC_RELAXED);
+	__atomic_load(&measured, &r, __ATOMIC_RELAXED);
 	if (r != 0)
 		return r;
-	r = scratch_rate(MADV_NOHUGEPAGE);
-	__atomic_store(&rate, &r, __ATOMIC_RELAXED);
+	mem = scratch(SMALL_SAMPLE, MADV_NOHUGEPAGE);
+	if (!mem)
+		return -1;
+	t0 = hz_prim_now_ns();
+	for (size_t off = 0; off < SMALL_SAMPLE; off += HZ_SZ_4K)
+		((volatile char *)mem)[off] = 1;
+	r = rate(SMALL_SAMPLE, t0);
+	hz_prim_munmap(mem, SMALL_SAMPLE);
+	__atomic_store(&measured, &r, __ATOMIC_RELAXED);
 	return r;
 }
 
@@ -231,7 +262,7 @@ bool hz_backing_fresh_thp_fast(void)
 		return true;
 	if (at != 0 && now - at < FRESH_RATE_NS)
 		return __atomic_load_n(&fast, __ATOMIC_RELAXED);
-	thp = scratch_rate(MADV_HUGEPAGE);
+	thp = huge_page_rate();
 	if (thp >= 0)
 		small = small_page_rate();
 	/* What cannot be timed (no MADV_POPULATE_WRITE before Linux 5.14)
