@@ -172,6 +172,21 @@ void hz_cache_decay(struct hz_cache *c, uint64_t now, struct hz_cache_batch *b)
 	}
 }
 
+uint64_t hz_cache_next_decay(const struct hz_cache *c)
+{
+	uint64_t next = UINT64_MAX;
+
+	for (unsigned i = 0; i < c->count; i++) {
+		const struct hz_cache_entry *e = &c->entries[i];
+		uint64_t end = e->idle_since > UINT64_MAX - e->stay_ns ? UINT64_MAX
+								    : e->idle_since + e->stay_ns;
+
+		if (end < next)
+			next = end;
+	}
+	return next;
+}
+
 static bool over_budget(const struct hz_cache *c, size_t bytes)
 {
 	return hz_cache_budget_used(c->budget) + bytes > hz_cache_budget_max(c->budget);

@@ -227,4 +227,7 @@ void hz_cache_shrink(struct hz_cache *c, size_t keep, struct hz_cache_batch *b);
  * full. */
 void hz_cache_decay(struct hz_cache *c, uint64_t now, struct hz_cache_batch *b);
 
+/* When the first entry's stay ends (ns; UINT64_MAX: the table is empty). */
+uint64_t hz_cache_next_decay(const struct hz_cache *c);
+
 #endif /* HZ_CACHE_H */
