@@ -207,6 +207,10 @@ static void decay_releases_idle_spans_a_batch_at_a_time(void **state)
 	assert_int_equal(b.count, 2);
 	assert_int_equal(cache.count, 1);
 	assert_int_equal(cache.entries[0].span.range.start, BASE + 100 * G);
+	assert_int_equal(hz_cache_next_decay(&cache), 2 * NS + 1);
+	b.count = 0;
+	hz_cache_decay(&cache, 2 * NS + 1, &b);
+	assert_int_equal(hz_cache_next_decay(&cache), UINT64_MAX); /* empty */
 	assert_accounted();
 }
 
@@ -308,6 +312,8 @@ static void first_small_free_is_a_probe_kept_one_second(void **state)
 	assert_int_equal(put(entry(0, 16, false, NS)), 0); /* 32 MiB */
 	assert_true(cache.entries[0].probe);
 	assert_int_equal(cache.probe_bytes, 16 * G);
+	/* The pre-zero thread wakes for it then (prezero.c). */
+	assert_int_equal(hz_cache_next_decay(&cache), 2 * NS);
 	hz_cache_decay(&cache, 2 * NS - 1, &b);
 	assert_int_equal(b.count, 0);
 	hz_cache_decay(&cache, 2 * NS, &b); /* 1 s, not the 5 s decay */
