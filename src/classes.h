@@ -27,9 +27,10 @@
 /* One per bit of a size_t's size. */
 #define HZ_CLASSES 64
 
-/* 250 ms: how often the pre-zero thread wakes to apply the stays decided
- * here, so the unit of every stay: a stay shorter than a tick is not kept
- * while the program is idle. */
+/* 250 ms: the longest the pre-zero thread sleeps (it wakes sooner when a
+ * stay in the cache ends), and the shortest stay a warm class gets (the
+ * unit stays were counted in while the thread applied them at its wakes
+ * only). */
 #define HZ_STAY_TICK_NS 250000000ull
 
 /* 1 s: the longest a program thread waits on the pre-zero thread, for it
