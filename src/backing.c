@@ -184,8 +184,8 @@ static int map_hugetlb(enum hz_backing b, uintptr_t start, size_t len)
  * where writing them ran at 0.3 (14 us a page), so a huge page the host
  * had to back again (0.2-0.6 GB/s) was judged slow while it was still
  * faster than the 4 KiB faults it saved: sort's buffer stayed on 4 KiB
- * pages in a third of its runs (bench/RESULTS.md, "4 KiB faults timed as
- * a program takes them"). */
+ * pages in a third of its runs (bench/RESULTS.md, "Fresh 4 KiB pages are
+ * timed as a program faults them"). */
 
 /* 64 faults: about 1 ms here, and the trap's cost is steady. */
 #define SMALL_SAMPLE (64 * HZ_SZ_4K)

@@ -366,7 +366,7 @@ static bool take_turn(uint64_t now, struct job **zero, struct job **release, uns
 	HZ_PREZERO_HOOK(HZ_PREZERO_AT_SECTION);
 	/* A batch of slots for decay, one more for a span to zero. */
 	spare = count_jobs(&clean);
-	pz_next_decay = UINT64_MAX; /* the tick's, when the jobs are busy */
+	pz_next_decay = UINT64_MAX; /* no decay (jobs busy): the tick wakes */
 	if (spare > HZ_CACHE_BATCH) {
 		hz_cache_decay(&pz_cache, now, &decayed);
 		/* Memory the cgroup needs for something else (cache_policy.c). */

@@ -65,8 +65,9 @@
  * host backs fresh memory lazily a collapse costs 5-7 ms of CPU (the new
  * huge page is fresh memory, 0.3-0.4 GB/s measured on a 4 GiB table), so
  * a bar of 8 ms backed off after most collapses and the table was 10-15%
- * huge after 6 s; with 30 ms, 15-22%; with 20 ms, as much (bench/RESULTS.md,
- * "Two thresholds fewer"). */
+ * huge after 6 s; with 30 ms, 15-22%. 20 ms and 30 ms did as well on a
+ * 1 GiB block filled late (bench/RESULTS.md, "The fresh-THP check, the
+ * first touches and two thresholds fewer"). */
 #define TICK_BUDGET_NS 20000000ull
 #define INTERVAL_MIN_NS 100000000ull   /* 100 ms */
 #define INTERVAL_MAX_NS 8000000000ull  /* 8 s after failures */

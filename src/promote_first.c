@@ -20,10 +20,10 @@
 #include "stats.h"
 
 /* The first touches (promote_density.h): a range is watched for 1 s after
- * it is tracked, first 2 ms after, the time a writer faulting fresh 4 KiB
- * pages here takes to fill half a 2 MiB page, then at half its age again
- * (at 2, 3, 4.5, 6.8 ... ms; 15 looks in the second): a writer that
- * starts late is caught within half the time it waited. Every 2 ms for the
+ * it is tracked, every 2 ms at first (the time a writer faulting fresh 4
+ * KiB pages here takes to fill half a 2 MiB page), then every half its age
+ * (at 6, 9, 13.5, 20 ... ms; about 17 looks in the second), so a writer
+ * that starts late is caught within half the time it waited. Every 2 ms for the
  * whole second, the thread's wakes cost a single-threaded program whose
  * writes replace the zero page (xz) its other CPU's TLB flushes: 0.15-0.20
  * s of system time against glibc's 0.10-0.15, as a thread of nothing but
