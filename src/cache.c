@@ -16,15 +16,9 @@
  * is a probe, kept briefly. Probes share a small room here: a block larger
  * than it is released at its free, as glibc would, and a miss drops every
  * probe (none could serve it, and its fresh block faults in beside them).
- * The cost in RSS of a one-shot program is at most PROBE_MAX over glibc's,
- * and only until its next large request or the probe's stay. */
-
-/* 64 MiB: two of numpy's 32 MiB temporaries, or the recycle benchmark's
- * 64 MiB block, get their first reuse; a 1 GiB one-shot block is never
- * kept (measured: a program that frees a touched 1 GiB block then works
- * 2 s on small allocations kept 1025 MiB resident all that time before,
- * 1 MiB now, as under glibc). */
-#define PROBE_MAX ((size_t)64 << 20)
+ * The room is HZ_GUESS_MAX (classes.h): the cost in RSS of a one-shot
+ * program is at most that over glibc's, and only until its next large
+ * request or the probe's stay. */
 
 /* Set e's stay and probe from its class. */
 static void choose_stay(struct hz_cache *c, struct hz_cache_entry *e)
@@ -222,13 +216,13 @@ static void add_entry(struct hz_cache *c, struct hz_cache_entry e, struct hz_cac
 			return;
 		}
 	}
-	/* Probes share PROBE_MAX: a larger span goes (every one, when probes
+	/* Probes share HZ_GUESS_MAX: a larger span goes (every one, when probes
 	 * are not held), else the oldest make room. */
-	if (e.probe && (bytes > PROBE_MAX || (c->hold_probes && !c->hold_probes()))) {
+	if (e.probe && (bytes > HZ_GUESS_MAX || (c->hold_probes && !c->hold_probes()))) {
 		let_go(c, &e, b);
 		return;
 	}
-	while (e.probe && c->probe_bytes + bytes > PROBE_MAX && evict_oldest(c, true, b))
+	while (e.probe && c->probe_bytes + bytes > HZ_GUESS_MAX && evict_oldest(c, true, b))
 		;
 	while (c->count > 0 && (c->count == HZ_CACHE_ENTRIES || over_budget(c, bytes)))
 		evict_oldest(c, false, b);

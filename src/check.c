@@ -5,6 +5,7 @@
 #include <errno.h>
 
 #include "cache.h"
+#include "classes.h"
 #include "log.h"
 #include "prezero.h"
 #include "prim/prim.h"
@@ -34,7 +35,7 @@ void hz_recycle_drain(void)
 		if (c && empty && held == 0)
 			return;
 		if (!c || held > 0) /* the thread gives its spans back within a unit */
-			hz_prim_sleep_ns(HZ_PREZERO_POLL_NS);
+			hz_prim_sleep_ns(HZ_THREAD_WAKE_NS);
 	}
 }
 

@@ -33,12 +33,35 @@
  * only). */
 #define HZ_STAY_TICK_NS 250000000ull
 
+/* 20 us: how long the idle-priority pre-zero thread takes to run once
+ * woken. Measured on the 8 MiB-L3 AMD EPYC VM: the futex call costs the
+ * waker 3-4 us, and the thread runs 8-27 us later (p10-p50; milliseconds
+ * when it is queued behind the program on its CPU); in 20 us it clears 0.4
+ * MiB at most. So a program thread waiting on the thread (to leave its
+ * turn at the table, to give back the spans it holds, to exit) sleeps this
+ * long between looks, which gives it the CPU when they share one, and the
+ * thread waits as long for a program thread to leave the table; and a
+ * calloc this soon after its class's free comes before a woken thread
+ * could clear much of the block (rotation.h). */
+#define HZ_THREAD_WAKE_NS 20000
+
 /* 1 s: the longest a program thread waits on the pre-zero thread, for it
  * to leave its loop (prezero_start.c) or a collapse of a range being
  * unmapped (promote.c). Both take it microseconds to milliseconds; the
  * waiter sleeps, so even at idle priority it gets the CPU. Only a thread
  * that cannot run at all (stopped by a debugger) takes this long. */
 #define HZ_THREAD_STUCK_NS 1000000000ull
+
+/* 64 MiB: the most memory a guess may cost. A freed block whose class
+ * shows no reuse yet is kept, as a probe, only within this room (cache.c):
+ * two of numpy's 32 MiB temporaries, or the recycle benchmark's 64 MiB
+ * block, get their first reuse, and a 1 GiB one-shot block is never kept
+ * (a program that frees a touched 1 GiB block, then works 2 s on small
+ * allocations, kept 1025 MiB resident all that time before, 1 MiB after,
+ * as under glibc). And the program's mmaps get huge pages at map time on
+ * their class's evidence only up to this size (preload/mmap.c): a larger
+ * one used sparsely would cost more on a wrong guess. */
+#define HZ_GUESS_MAX ((size_t)64 << 20)
 
 /* Reuse of a class's blocks. Counts are halved as they grow, so they weigh
  * the recent past. */

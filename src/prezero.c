@@ -115,7 +115,7 @@ void hz_pz_publish_bytes(void)
 /* ---- the thread's state, as both sides see it ---- */
 
 /* A program thread waiting for the thread spins this many times, then
- * sleeps HZ_PREZERO_POLL_NS at a time. */
+ * sleeps HZ_THREAD_WAKE_NS at a time. */
 #define WAIT_SPINS 1024
 
 bool hz_prezero_wait(int *word, int mask, int want, uint64_t ns)
@@ -130,7 +130,7 @@ bool hz_prezero_wait(int *word, int mask, int want, uint64_t ns)
 		}
 		if (hz_prim_now_ns() > deadline)
 			return false;
-		hz_prim_sleep_ns(HZ_PREZERO_POLL_NS);
+		hz_prim_sleep_ns(HZ_THREAD_WAKE_NS);
 	}
 	return true;
 }
@@ -496,7 +496,7 @@ void *hz_pz_main(void *arg)
 		hz_cache_budget_refresh(0); /* outside the turn: it reads files */
 		if (!take_turn(hz_prim_now_ns(), &zero, release, &n)) {
 			/* A program thread is in the table: try again soon. */
-			hz_prim_sleep_ns(HZ_PREZERO_POLL_NS);
+			hz_prim_sleep_ns(HZ_THREAD_WAKE_NS);
 			continue;
 		}
 		for (unsigned i = 0; i < n; i++)

@@ -108,14 +108,6 @@ int hz_prezero_zero_for_calloc(const struct hz_span *s, size_t dirty, enum hz_ze
  * the blocks lock). */
 void hz_prezero_release(struct hz_cache_batch *b);
 
-/* 20 us: how long a program thread waiting on the thread sleeps between
- * looks, for what takes the thread microseconds on a free core (leaving
- * its turn at the table, giving back the spans it holds, the C library's
- * thread exit and the kernel's release of the task). Sleeping gives it the
- * CPU when they share one: it runs at the lowest priority. The thread
- * waits as long for a program thread to leave the table. */
-#define HZ_PREZERO_POLL_NS 20000
-
 /* fork handlers. The child has no pre-zero thread until the next wake. */
 void hz_prezero_fork_prepare(void);
 void hz_prezero_fork_parent(void);

@@ -90,7 +90,7 @@ int hz_prezero_stop(void)
 	while (hz_prim_thread_known(tid)) {
 		if (hz_prim_now_ns() >= deadline)
 			return -EBUSY;
-		hz_prim_sleep_ns(HZ_PREZERO_POLL_NS);
+		hz_prim_sleep_ns(HZ_THREAD_WAKE_NS);
 	}
 	return 1;
 }

@@ -206,7 +206,7 @@ static void make_room(size_t size, const struct hz_span *reused)
 
 		c = hz_prezero_enter(&b);
 		if (c == NULL) { /* the thread is in its turn at the table */
-			hz_prim_sleep_ns(HZ_PREZERO_POLL_NS);
+			hz_prim_sleep_ns(HZ_THREAD_WAKE_NS);
 			continue;
 		}
 		before = c->bytes;
@@ -221,7 +221,7 @@ static void make_room(size_t size, const struct hz_span *reused)
 		}
 		hz_prezero_release(&b);
 		if (dropped == 0) { /* the thread is finishing a span: collected next round */
-			hz_prim_sleep_ns(HZ_PREZERO_POLL_NS);
+			hz_prim_sleep_ns(HZ_THREAD_WAKE_NS);
 			continue; /* the cgroup is read again only after a drop (25-90 us) */
 		}
 		excess = hz_cache_budget_excess(size - (resident < size ? resident : size), true);

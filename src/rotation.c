@@ -110,7 +110,7 @@ static void decide(struct hz_class_rotation *k)
 static void served(struct hz_class_rotation *k, uint64_t now, enum hz_rotation_served how)
 {
 	uint64_t period = k->last != 0 && now > k->last ? (now - k->last) / 1000 : 0;
-	bool at_once = k->freed_at > k->last && now - k->freed_at < HZ_ROTATION_AT_ONCE_NS;
+	bool at_once = k->freed_at > k->last && now - k->freed_at < HZ_THREAD_WAKE_NS;
 
 	k->at_once = at_once ? k->at_once + (k->at_once < UINT32_MAX) : 0;
 	k->last = now;

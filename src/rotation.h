@@ -43,26 +43,20 @@ enum hz_rotation_served {
 bool hz_rotation_calloc(size_t size, uint64_t now, enum hz_rotation_served how, uintptr_t start,
 			bool thread);
 
-/* A calloc this soon (ns) after its class's free comes before a woken
- * pre-zero thread could clear much of the block. Measured on the 8 MiB-L3
- * AMD EPYC VM: the futex call costs the freeing thread 3-4 us, and the
- * idle-priority thread runs 8-27 us later (p10-p50; milliseconds when it
- * is queued behind the program on its CPU); in 20 us it clears 0.4 MiB at
- * most. The wake made a 64 MiB first-byte cycle 1.1-1.9x slower
- * (bench/RESULTS.md, "The first-byte cycle: the free's wake"). */
-#define HZ_ROTATION_AT_ONCE_NS 20000
-
 /* What the free of a block is to do, by its class's rotation. */
 enum hz_rotation_free {
 	HZ_ROT_FREE_KEEP,    /* keep it, for the thread to clear */
 	HZ_ROT_FREE_AT_ONCE, /* keep it and leave the thread asleep: the
 			      * class keeps no spare, and each of its last
-			      * HZ_ROTATION_RUN callocs (a sample's length,
-			      * classes.h) came within HZ_ROTATION_AT_ONCE_NS
-			      * of its free. A wake would only make the calloc
-			      * take the clear over; the calloc clears the
-			      * block alone (or shares a large clear,
-			      * prezero.h). */
+			      * HZ_ROTATION_RUN callocs (a sample's length)
+			      * came within HZ_THREAD_WAKE_NS of its free
+			      * (classes.h), before a woken thread could
+			      * clear much of the block. A wake would only
+			      * make the calloc take the clear over (it made
+			      * a 64 MiB first-byte cycle 1.1-1.9x slower:
+			      * bench/RESULTS.md, "The first-byte cycle: the
+			      * free's wake"); the calloc clears the block
+			      * alone (or shares a large clear, prezero.h). */
 	HZ_ROT_FREE_DROP,    /* release it: the class gives its spare back,
 			      * once */
 };

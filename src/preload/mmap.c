@@ -68,11 +68,12 @@ static int wants_alignment(void *addr, size_t len, int prot, int flags)
  * 4 KiB pages is judged when the program maps the next of its size: what
  * it made resident is evidence for the class (classes.h), which gives its
  * next mmaps THP at map time, every HZ_MMAP_SAMPLE-th excepted. Found
- * unmapped since: no evidence. Only mmaps of up to JUDGE_PAGES 2 MiB pages:
- * the counts are on the program's stack, and a larger range used sparsely
- * would cost more RSS on a wrong guess; the first touches serve those.
- * Packed: the start (2 MiB aligned) and its 2 MiB pages in the low bits. */
-#define JUDGE_PAGES 32 /* 64 MiB */
+ * unmapped since: no evidence. Only mmaps of up to HZ_GUESS_MAX
+ * (classes.h): a larger range used sparsely would cost more RSS on a wrong
+ * guess; the first touches serve those. The counts of its 2 MiB pages are
+ * on the program's stack. Packed: the start (2 MiB aligned) and its 2 MiB
+ * pages in the low bits. */
+#define JUDGE_PAGES (HZ_GUESS_MAX / HZ_SZ_2M)
 
 static uintptr_t last_lazy[HZ_CLASSES];
 
@@ -107,7 +108,7 @@ static void keep_for_judging(void *start, size_t size)
  * slower than 4 KiB pages here. */
 static bool thp_at_map(size_t size)
 {
-	if (size > JUDGE_PAGES * HZ_SZ_2M || !hz_promote_enabled())
+	if (size > HZ_GUESS_MAX || !hz_promote_enabled())
 		return false;
 	judge_last_lazy(size);
 	return hz_class_mmap_thp(size) && hz_backing_fresh_thp_fast();

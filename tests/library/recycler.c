@@ -269,7 +269,7 @@ static void a_cycle_of_a_rounded_up_size_reuses_its_block(void **state)
  * a free leaves the thread asleep: after the first FIRST_BYTE_LEARN
  * cycles, all but 2 of the rest.
  *
- * "Right after" is a time, HZ_ROTATION_AT_ONCE_NS, and a free plus the
+ * "Right after" is a time, HZ_THREAD_WAKE_NS, and a free plus the
  * next calloc can take longer than that on a slow CPU (qemu-user: CI once
  * saw 12 of 20), or when either is preempted. Each cycle is timed from
  * the free's start to the calloc's call, most of the library's own
@@ -280,7 +280,7 @@ static void a_cycle_of_a_rounded_up_size_reuses_its_block(void **state)
  * past half the frees the rule cannot be seen, and the test skips. */
 #define FIRST_BYTE_CYCLES 30 /* before the rotation's first trial, 32 */
 #define FIRST_BYTE_LEARN 10
-#define SLOW_NS (HZ_ROTATION_AT_ONCE_NS / 2)
+#define SLOW_NS (HZ_THREAD_WAKE_NS / 2)
 
 static void *no_work(void *arg)
 {
