@@ -491,6 +491,7 @@ void *hz_pz_main(void *arg)
 		uint64_t promote_in;
 		unsigned n;
 
+		hz_pz_leave_if_alone(hz_prim_now_ns());
 		hz_prezero_share_help();
 		return_kept();
 		hz_cache_budget_refresh(0); /* outside the turn: it reads files */

@@ -72,6 +72,11 @@ int hz_prezero_stop(void);
  * prctl...) the filter may kill the process for. */
 void hz_prezero_retire(void);
 
+/* In the main thread: its pthread_exit (or cancellation) retires the
+ * thread before glibc counts the main thread out, so that the program's
+ * last thread ends the process (prezero_start.c). Elsewhere: nothing. */
+void hz_prezero_watch_main_thread(void);
+
 /* Inside the guard: whether the span the thread is zeroing can serve size
  * bytes aligned to align. One much larger (adjacent frees merge in the
  * table) is trimmed by its claimer, which puts the rest back. */

@@ -58,6 +58,9 @@ extern uint64_t pz_paused_until;
 /* The thread's body (prezero.c), started by prezero_start.c. */
 void *hz_pz_main(void *arg);
 
+/* The thread, at most once a tick: when the program's threads have all
+ * left, it exits with the main thread's status (prezero_start.c). */
+void hz_pz_leave_if_alone(uint64_t now);
 /* pthread_once routine: the table, from the cache policy. */
 void hz_pz_init_cache(void);
 /* The table's byte count into the stats. */

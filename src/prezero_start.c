@@ -23,10 +23,29 @@
  * and setns into a user or mount namespace (EINVAL otherwise): the preload
  * interposes unshare and setns (src/preload/ns.c) and stops the thread
  * first; the next free starts it again. Programs that make the system call
- * directly are not seen (README, "Containers"). */
+ * directly are not seen (README, "Containers").
+ *
+ * Nor does the thread outlive the program's threads. glibc ends a process
+ * with exit(0) when the last thread it started leaves, and this thread is
+ * one it started: a program whose main thread left with pthread_exit
+ * would stay alive when its last thread left, with this thread alone and
+ * every signal blocked here, so that only SIGKILL ended it. So:
+ *  - the main thread's pthread_exit (or cancellation) retires the thread
+ *    first (hz_prezero_watch_main_thread: a thread-specific value, whose
+ *    destructor glibc runs in the leaving thread before it counts it
+ *    out); the program's last thread then ends the process as under
+ *    glibc, exit(0) with its atexit handlers and stdio buffers, and calloc
+ *    zeroes from then on;
+ *  - a main thread that leaves unseen (the exit system call, or one the
+ *    value was not set in) leaves this thread alone: it looks at each tick
+ *    (hz_pz_leave_if_alone) and then exits with the main thread's status,
+ *    which ends the process with it. What exit(0) does in a last thread of
+ *    the program cannot be done from here: the program's files closed
+ *    with its threads. Without /proc it cannot tell. */
 #include "prezero.h"
 
 #include <errno.h>
+#include <pthread.h>
 
 #include "classes.h"
 #include "config.h"
@@ -100,6 +119,37 @@ void hz_prezero_retire(void)
 	if (__atomic_exchange_n(&pz_thread_retired, 1, __ATOMIC_ACQ_REL))
 		return;
 	hz_prezero_stop();
+}
+
+static pthread_key_t main_thread_key;
+
+static void main_thread_leaves(void *value)
+{
+	(void)value;
+	hz_prezero_retire();
+}
+
+void hz_prezero_watch_main_thread(void)
+{
+	static int watched;
+
+	if (hz_prim_gettid() != hz_prim_getpid() ||
+	    __atomic_exchange_n(&watched, 1, __ATOMIC_ACQ_REL))
+		return;
+	if (pthread_key_create(&main_thread_key, main_thread_leaves) == 0)
+		pthread_setspecific(main_thread_key, &main_thread_key);
+}
+
+void hz_pz_leave_if_alone(uint64_t now)
+{
+	static uint64_t next_look; /* the thread's own */
+	int status;
+
+	if (now < next_look)
+		return;
+	next_look = now + HZ_STAY_TICK_NS;
+	if (hz_prim_main_thread_left(&status) == 1)
+		hz_prim_exit_thread(status);
 }
 
 void hz_prezero_start(void)

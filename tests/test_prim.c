@@ -7,6 +7,7 @@
  * do, on real mappings. */
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -446,6 +448,46 @@ static int thread_done;
 /* What only the pre-zero thread does: it lowers its priority, takes a file
  * table of its own and confines itself for good, so on a thread of its
  * own here. */
+/* In a child whose main thread made the exit system call with status 7,
+ * the thread left finds itself alone, with that status, and ends the
+ * process with it; while the main thread lived, it did not. */
+static void *report_when_alone(void *arg)
+{
+	int status = -1, before = hz_prim_main_thread_left(&status);
+
+	*(volatile int *)arg = 1; /* the main thread may leave now */
+	for (int i = 0; i < 2000; i++) {
+		if (hz_prim_main_thread_left(&status) == 1)
+			hz_prim_exit_thread(before == 0 && status == 7 ? 42 : 1);
+		usleep(1000);
+	}
+	hz_prim_exit_thread(2); /* never alone: the process ends with 2 */
+}
+
+static void the_thread_left_knows_the_main_threads_status(void **state)
+{
+	int status;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(hz_prim_main_thread_left(&status), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		static volatile int ready;
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, report_when_alone, (void *)&ready) != 0)
+			_exit(3);
+		while (!ready)
+			usleep(1000);
+		hz_prim_exit_thread(7);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 42);
+}
+
 static void *confine_and_finish(void *arg)
 {
 	(void)arg;
@@ -528,6 +570,7 @@ int main(void)
 		cmocka_unit_test(residency_stops_at_a_hole),
 		cmocka_unit_test(reset_reservation_drops_what_the_program_did),
 		cmocka_unit_test(prim_reaches_the_kernel_without_the_syscall_symbol),
+		cmocka_unit_test(the_thread_left_knows_the_main_threads_status),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

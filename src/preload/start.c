@@ -226,6 +226,8 @@ static void start(void)
 	hz_report_keep_stderr();
 	hz_report_publish();
 	__atomic_store_n(&reporting, 1, __ATOMIC_RELEASE);
+	/* Whatever serves large requests may start the pre-zero thread. */
+	hz_prezero_watch_main_thread();
 	/* A jemalloc program: large requests go to a jemalloc arena with our
 	 * hooks, so hugezero makes no blocks (jemalloc_next.c). */
 	if (hz_jemalloc_next_start(&hz_next)) {

@@ -253,6 +253,38 @@ int hz_prim_process_state(pid_t pid, char *state)
 	return 0;
 }
 
+/* Field n (3: the state, 20: num_threads, 52: exit_code) of a line of
+ * /proc/PID/stat, from the state on, or NULL. */
+static const char *stat_field(const char *state, unsigned n)
+{
+	for (unsigned i = 3; i < n && state != NULL; i++) {
+		state = strchr(state, ' ');
+		state = state ? state + 1 : NULL;
+	}
+	return state;
+}
+
+int hz_prim_main_thread_left(int *status)
+{
+	char buf[1024];
+	const char *paren, *threads, *code;
+
+	if (hz_prim_read_file("/proc/self/stat", buf, sizeof(buf)) <= 0)
+		return -ENOENT;
+	paren = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
+	if (paren == NULL || paren[1] != ' ' || paren[2] == '\0')
+		return -EINVAL;
+	threads = stat_field(paren + 2, 20);
+	code = stat_field(paren + 2, 52);
+	if (threads == NULL || code == NULL)
+		return -EINVAL; /* before Linux 3.5 */
+	/* The main thread stays, a zombie, until the last thread exits. */
+	if (paren[2] != 'Z' || strtoul(threads, NULL, 10) != 2)
+		return 0;
+	*status = (int)((strtoul(code, NULL, 10) >> 8) & 0xff);
+	return 1;
+}
+
 int hz_prim_process_name(pid_t pid, char *name, size_t size)
 {
 	char path[40];

@@ -91,6 +91,12 @@ int hz_prim_gettid(void)
 	return (int)HZ_RAW(SYS_gettid); /* never fails */
 }
 
+void hz_prim_exit_thread(int status)
+{
+	for (;;)
+		HZ_RAW(SYS_exit, status);
+}
+
 /* The kernel drops the task from its user's count and from its pids
  * cgroup in release_task, before it unhashes the id that tgkill looks up:
  * ESRCH means both counts are down. */

@@ -2,11 +2,13 @@
  * has, or on which thread a signal reaches. A single-threaded program
  * stays single-threaded for unshare(CLONE_NEWUSER), which the kernel
  * refuses once other threads exist; setuid changes every thread; a signal
- * sent to the process reaches the program. */
+ * sent to the process reaches the program; a process ends when its
+ * program's last thread does. */
 #include "hostile.h"
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -195,6 +197,116 @@ static int process_signal(void)
 	return 0;
 }
 
+/* ---- the program's last thread ends the process ----
+ * glibc ends a process with exit(0), stdio buffers flushed, when the last
+ * thread it started leaves, and with the status of the exit system call
+ * when the last thread makes that. Each case runs in a child whose
+ * recycling has started a background zeroer, if there is one (a note
+ * says how many threads it has), and the parent waits 10 s for the child
+ * to end: its status and its buffered output are the result. */
+
+static void recycle_then_note_threads(void)
+{
+	char line[64];
+	FILE *f;
+
+	hostile_recycle(BLOCK, 6, 100);
+	f = fopen("/proc/self/status", "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, "Threads:", 8) == 0)
+			NOTE("%.*s", (int)strcspn(line, "\n"), line);
+	if (f)
+		fclose(f);
+}
+
+/* The child's end within 10 s, printed; 0, or 1 when it never ended. */
+static int child_ends(pid_t pid)
+{
+	struct timespec ms = { 0, 1000000L };
+	int status;
+
+	for (int waited = 0; waited < 10000; waited++) {
+		pid_t got = waitpid(pid, &status, WNOHANG);
+
+		CHECK(got >= 0, "waitpid: %s", strerror(errno));
+		if (got == pid) {
+			if (WIFSIGNALED(status))
+				printf("child killed by signal %d\n", WTERMSIG(status));
+			else
+				printf("child exit %d\n", WEXITSTATUS(status));
+			return 0;
+		}
+		nanosleep(&ms, NULL);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	printf("child still running 10 s after its last thread left\n");
+	return 1;
+}
+
+/* The main thread leaves with pthread_exit, the program's only thread. */
+static int main_pthread_exit(void)
+{
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		recycle_then_note_threads();
+		printf("child: main thread leaves\n"); /* buffered: a pipe */
+		pthread_exit(NULL);
+	}
+	return child_ends(pid);
+}
+
+static void *recycle_and_return(void *arg)
+{
+	struct timespec wait = { 0, 200000000L };
+
+	nanosleep(&wait, NULL); /* after the main thread left */
+	hostile_recycle(BLOCK, 6, 0);
+	printf("child: last thread returns\n");
+	return arg;
+}
+
+/* The main thread leaves with pthread_exit while another recycles, which
+ * then returns from its start routine: the last thread. */
+static int main_pthread_exit_worker_last(void)
+{
+	pthread_t t;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		recycle_then_note_threads();
+		CHECK(pthread_create(&t, NULL, recycle_and_return, NULL) == 0, "pthread_create");
+		printf("child: main thread leaves\n");
+		pthread_exit(NULL);
+	}
+	return child_ends(pid);
+}
+
+/* The main thread, the program's only one, makes the exit system call
+ * (as a runtime of its own may): the process ends with its status. */
+static int main_exit_syscall(void)
+{
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		recycle_then_note_threads();
+		printf("child: main thread makes the exit system call\n");
+		fflush(NULL);
+		syscall(SYS_exit, 3);
+	}
+	return child_ends(pid);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct hostile_variant variants[] = {
@@ -204,6 +316,9 @@ int main(int argc, char **argv)
 		{ "setns_mount", setns_mount },
 		{ "setuid", setuid_after_free },
 		{ "signal", process_signal },
+		{ "main_pthread_exit", main_pthread_exit },
+		{ "main_pthread_exit_worker_last", main_pthread_exit_worker_last },
+		{ "main_exit_syscall", main_exit_syscall },
 		{ NULL, NULL },
 	};
 
