@@ -39,13 +39,15 @@
  *  - a main thread that leaves unseen (the exit system call, or one the
  *    value was not set in) leaves this thread alone: it looks at each tick
  *    (hz_pz_leave_if_alone) and then exits with the main thread's status,
- *    which ends the process with it. What exit(0) does in a last thread of
+ *    which ends the process with it (killed alone, as seccomp's strict mode
+ *    kills a thread, the main thread leaves a SIGKILL). What exit(0) does in a last thread of
  *    the program cannot be done from here: the program's files closed
  *    with its threads. Without /proc it cannot tell. */
 #include "prezero.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <sys/wait.h>
 
 #include "classes.h"
 #include "config.h"
@@ -148,8 +150,11 @@ void hz_pz_leave_if_alone(uint64_t now)
 	if (now < next_look)
 		return;
 	next_look = now + HZ_STAY_TICK_NS;
-	if (hz_prim_main_thread_left(&status) == 1)
-		hz_prim_exit_thread(status);
+	if (hz_prim_main_thread_left(&status) != 1)
+		return;
+	if (WIFSIGNALED(status)) /* killed alone, as seccomp kills a thread */
+		hz_prim_kill_process();
+	hz_prim_exit_thread(WEXITSTATUS(status));
 }
 
 void hz_prezero_start(void)

@@ -458,7 +458,7 @@ static void *report_when_alone(void *arg)
 	*(volatile int *)arg = 1; /* the main thread may leave now */
 	for (int i = 0; i < 2000; i++) {
 		if (hz_prim_main_thread_left(&status) == 1)
-			hz_prim_exit_thread(before == 0 && status == 7 ? 42 : 1);
+			hz_prim_exit_thread(before == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 7 ? 42 : 1);
 		usleep(1000);
 	}
 	hz_prim_exit_thread(2); /* never alone: the process ends with 2 */

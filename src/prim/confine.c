@@ -241,6 +241,7 @@ static int seccomp_filter(void)
 	static const uint32_t prctls[] = { PR_GET_THP_DISABLE, PR_SET_VMA, PR_GET_NO_NEW_PRIVS };
 	static const uint32_t no_new_limit[] = { 0 };
 	static const uint32_t ioctls[] = { HZ_PAGEMAP_SCAN };
+	const uint32_t self[] = { (uint32_t)hz_prim_getpid() };
 	struct filter f = { .n = 0 };
 	struct sock_fprog prog;
 
@@ -256,6 +257,9 @@ static int seccomp_filter(void)
 	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
 		allow(&f, allowed[i]);
 	allow_when(&f, SYS_ioctl, 1, ioctls, 1);
+	/* SIGKILL to its own process only: a main thread killed alone
+	 * (prezero_start.c, hz_pz_leave_if_alone). */
+	allow_when(&f, SYS_tgkill, 0, self, 1);
 	allow_when(&f, SYS_prctl, 0, prctls, 3);
 	/* Reading a limit, never setting one. */
 	allow_when(&f, SYS_prlimit64, 2, no_new_limit, 1);

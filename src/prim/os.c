@@ -281,7 +281,7 @@ int hz_prim_main_thread_left(int *status)
 	/* The main thread stays, a zombie, until the last thread exits. */
 	if (paren[2] != 'Z' || strtoul(threads, NULL, 10) != 2)
 		return 0;
-	*status = (int)((strtoul(code, NULL, 10) >> 8) & 0xff);
+	*status = (int)strtoul(code, NULL, 10);
 	return 1;
 }
 

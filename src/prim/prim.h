@@ -128,11 +128,12 @@ int hz_prim_open_pagemap(pid_t pid);
  * another negative errno value. For the hugezero command. */
 int hz_prim_process_state(pid_t pid, char *state);
 
-/* Whether the process's main thread has exited (pthread_exit, or the exit
- * system call) and the caller is the one thread left: 1 with the status
- * the main thread exited with (0-255) in *status, 0 when not, or a
- * negative errno value (no /proc). For the pre-zero thread, which must
- * not keep a process alive that its threads have left. */
+/* Whether the process's main thread has exited (pthread_exit, the exit
+ * system call, or killed alone, as seccomp kills a thread) and the caller
+ * is the one thread left: 1 with how it ended in *status, as waitpid
+ * reports it (WIFSIGNALED, WEXITSTATUS), 0 when not, or a negative errno
+ * value (no /proc). For the pre-zero thread, which must not keep a
+ * process alive that its threads have left. */
 int hz_prim_main_thread_left(int *status);
 
 /* The command name of process pid (/proc/PID/comm, without its newline),
@@ -250,6 +251,9 @@ int hz_prim_gettid(void);
 /* End the calling thread with the exit system call: none of the C
  * library's thread exit runs. The last thread's status is the process's. */
 __attribute__((noreturn)) void hz_prim_exit_thread(int status);
+
+/* End the process with SIGKILL, from any thread (tgkill to itself). */
+__attribute__((noreturn)) void hz_prim_kill_process(void);
 
 /* Whether the kernel still knows thread tid of this process: false once
  * it has released the task, which then counts no more towards

@@ -307,6 +307,62 @@ static int main_exit_syscall(void)
 	return child_ends(pid);
 }
 
+/* The seccomp system call with an instruction of the program's own (no
+ * interposer sees it): strict mode for the calling thread. */
+static long strict_mode_inline(void)
+{
+	long ret = -1;
+#if defined(__x86_64__)
+	__asm__ __volatile__("syscall"
+			     : "=a"(ret)
+			     : "a"((long)SYS_seccomp), "D"(0L /* SECCOMP_SET_MODE_STRICT */),
+			       "S"(0L), "d"(0L)
+			     : "rcx", "r11", "memory");
+#elif defined(__aarch64__)
+	register long x8 __asm__("x8") = SYS_seccomp;
+	register long x0 __asm__("x0") = 0; /* SECCOMP_SET_MODE_STRICT */
+	register long x1 __asm__("x1") = 0;
+	register long x2 __asm__("x2") = 0;
+
+	__asm__ __volatile__("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2) : "memory");
+	ret = x0;
+#endif
+	return ret;
+}
+
+/* The main thread, the program's only one, is killed alone: seccomp's
+ * strict mode, entered unseen, kills it at its next call but read, write
+ * and exit. The process ends killed by SIGKILL. */
+static int main_killed_alone(void)
+{
+	pid_t pid;
+	int st;
+
+	fflush(NULL);
+	pid = fork(); /* whether strict mode can be entered here */
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		if (strict_mode_inline() != 0)
+			_exit(1);
+		syscall(SYS_exit, 0); /* allowed in strict mode */
+	}
+	CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		SKIP("seccomp strict mode cannot be entered here");
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		recycle_then_note_threads();
+		printf("child: main thread enters strict mode\n");
+		fflush(NULL);
+		if (strict_mode_inline() != 0)
+			_exit(1);
+		getppid(); /* not allowed: the kernel kills the thread */
+		_exit(5);
+	}
+	return child_ends(pid);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct hostile_variant variants[] = {
@@ -319,6 +375,7 @@ int main(int argc, char **argv)
 		{ "main_pthread_exit", main_pthread_exit },
 		{ "main_pthread_exit_worker_last", main_pthread_exit_worker_last },
 		{ "main_exit_syscall", main_exit_syscall },
+		{ "main_killed_alone", main_killed_alone },
 		{ NULL, NULL },
 	};
 
