@@ -244,8 +244,9 @@ static int child_ends(pid_t pid)
 	return 1;
 }
 
-/* The main thread leaves with pthread_exit, the program's only thread. */
-static int main_pthread_exit(void)
+/* A child runs leave (which ends its main thread) after recycling; the
+ * parent reports how the child ended. */
+static int child_leaving(void (*leave)(void))
 {
 	pid_t pid;
 
@@ -254,10 +255,22 @@ static int main_pthread_exit(void)
 	CHECK(pid >= 0, "fork");
 	if (pid == 0) {
 		recycle_then_note_threads();
-		printf("child: main thread leaves\n"); /* buffered: a pipe */
-		pthread_exit(NULL);
+		leave();
+		_exit(99); /* leave does not return */
 	}
 	return child_ends(pid);
+}
+
+/* The main thread leaves with pthread_exit, the program's only thread. */
+static void leave_by_pthread_exit(void)
+{
+	printf("child: main thread leaves\n"); /* buffered: a pipe */
+	pthread_exit(NULL);
+}
+
+static int main_pthread_exit(void)
+{
+	return child_leaving(leave_by_pthread_exit);
 }
 
 static void *recycle_and_return(void *arg)
@@ -272,39 +285,31 @@ static void *recycle_and_return(void *arg)
 
 /* The main thread leaves with pthread_exit while another recycles, which
  * then returns from its start routine: the last thread. */
-static int main_pthread_exit_worker_last(void)
+static void leave_before_a_worker(void)
 {
 	pthread_t t;
-	pid_t pid;
 
-	fflush(NULL);
-	pid = fork();
-	CHECK(pid >= 0, "fork");
-	if (pid == 0) {
-		recycle_then_note_threads();
-		CHECK(pthread_create(&t, NULL, recycle_and_return, NULL) == 0, "pthread_create");
-		printf("child: main thread leaves\n");
-		pthread_exit(NULL);
-	}
-	return child_ends(pid);
+	CHECK(pthread_create(&t, NULL, recycle_and_return, NULL) == 0, "pthread_create");
+	leave_by_pthread_exit();
+}
+
+static int main_pthread_exit_worker_last(void)
+{
+	return child_leaving(leave_before_a_worker);
 }
 
 /* The main thread, the program's only one, makes the exit system call
  * (as a runtime of its own may): the process ends with its status. */
+static void leave_by_exit_syscall(void)
+{
+	printf("child: main thread makes the exit system call\n");
+	fflush(NULL);
+	syscall(SYS_exit, 3);
+}
+
 static int main_exit_syscall(void)
 {
-	pid_t pid;
-
-	fflush(NULL);
-	pid = fork();
-	CHECK(pid >= 0, "fork");
-	if (pid == 0) {
-		recycle_then_note_threads();
-		printf("child: main thread makes the exit system call\n");
-		fflush(NULL);
-		syscall(SYS_exit, 3);
-	}
-	return child_ends(pid);
+	return child_leaving(leave_by_exit_syscall);
 }
 
 /* The seccomp system call with an instruction of the program's own (no
@@ -333,6 +338,15 @@ static long strict_mode_inline(void)
 /* The main thread, the program's only one, is killed alone: seccomp's
  * strict mode, entered unseen, kills it at its next call but read, write
  * and exit. The process ends killed by SIGKILL. */
+static void leave_killed(void)
+{
+	printf("child: main thread enters strict mode\n");
+	fflush(NULL);
+	if (strict_mode_inline() != 0)
+		_exit(1);
+	getppid(); /* not allowed: the kernel kills the thread */
+}
+
 static int main_killed_alone(void)
 {
 	pid_t pid;
@@ -349,18 +363,7 @@ static int main_killed_alone(void)
 	CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		SKIP("seccomp strict mode cannot be entered here");
-	pid = fork();
-	CHECK(pid >= 0, "fork");
-	if (pid == 0) {
-		recycle_then_note_threads();
-		printf("child: main thread enters strict mode\n");
-		fflush(NULL);
-		if (strict_mode_inline() != 0)
-			_exit(1);
-		getppid(); /* not allowed: the kernel kills the thread */
-		_exit(5);
-	}
-	return child_ends(pid);
+	return child_leaving(leave_killed);
 }
 
 int main(int argc, char **argv)
