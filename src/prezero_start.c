@@ -39,10 +39,11 @@
  *  - a main thread that leaves unseen (the exit system call, or one the
  *    value was not set in) leaves this thread alone: it looks at each tick
  *    (hz_pz_leave_if_alone) and then exits with the main thread's status,
- *    which ends the process with it (killed alone, as seccomp's strict mode
- *    kills a thread, the main thread leaves a SIGKILL). What exit(0) does in a last thread of
- *    the program cannot be done from here: the program's files closed
- *    with its threads. Without /proc it cannot tell. */
+ *    which ends the process with it; a main thread killed alone (seccomp's
+ *    strict mode kills a thread) leaves it to kill the process. What
+ *    exit(0) does in a last thread of the program cannot be done from
+ *    here: the program's files closed with its threads. Without /proc it
+ *    cannot tell. */
 #include "prezero.h"
 
 #include <errno.h>
