@@ -470,6 +470,13 @@ static void the_thread_left_knows_the_main_threads_status(void **state)
 	pid_t pid;
 
 	(void)state;
+	if (hz_prim_main_thread_left(&status) == -EINVAL) {
+		/* qemu-user writes its own /proc/self/stat: no state letter,
+		 * no thread count, 44 fields. */
+		print_message("skipped: /proc/self/stat lacks the state, thread count or "
+			      "exit code (an emulator's)\n");
+		skip();
+	}
 	assert_int_equal(hz_prim_main_thread_left(&status), 0);
 	pid = fork();
 	assert_true(pid >= 0);
