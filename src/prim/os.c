@@ -237,19 +237,28 @@ int hz_prim_open_pagemap(pid_t pid)
 	return open_proc(pid, "pagemap");
 }
 
+/* The state field of a /proc/PID/stat line, "pid (comm) S ...", and the
+ * rest of the line after it, or NULL: comm may hold spaces and
+ * parentheses. */
+static const char *stat_state(const char *line)
+{
+	const char *paren = strrchr(line, ')');
+
+	return paren == NULL || paren[1] != ' ' || paren[2] == '\0' ? NULL : paren + 2;
+}
+
 int hz_prim_process_state(pid_t pid, char *state)
 {
 	char path[40], buf[512];
-	const char *paren;
+	const char *at;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	if (hz_prim_read_file(path, buf, sizeof(buf)) <= 0)
 		return -ESRCH;
-	/* "pid (comm) S ...": comm may hold spaces and parentheses. */
-	paren = strrchr(buf, ')');
-	if (paren == NULL || paren[1] != ' ' || paren[2] == '\0')
+	at = stat_state(buf);
+	if (at == NULL)
 		return -EINVAL;
-	*state = paren[2];
+	*state = *at;
 	return 0;
 }
 
@@ -267,19 +276,17 @@ static const char *stat_field(const char *state, unsigned n)
 int hz_prim_main_thread_left(int *status)
 {
 	char buf[1024];
-	const char *paren, *threads, *code;
+	const char *state, *threads, *code;
 
 	if (hz_prim_read_file("/proc/self/stat", buf, sizeof(buf)) <= 0)
 		return -ENOENT;
-	paren = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
-	if (paren == NULL || paren[1] != ' ' || paren[2] == '\0')
-		return -EINVAL;
-	threads = stat_field(paren + 2, 20);
-	code = stat_field(paren + 2, 52);
+	state = stat_state(buf);
+	threads = stat_field(state, 20);
+	code = stat_field(state, 52);
 	if (threads == NULL || code == NULL)
-		return -EINVAL; /* before Linux 3.5 */
+		return -EINVAL; /* unreadable, or before Linux 3.5 */
 	/* The main thread stays, a zombie, until the last thread exits. */
-	if (paren[2] != 'Z' || strtoul(threads, NULL, 10) != 2)
+	if (*state != 'Z' || strtoul(threads, NULL, 10) != 2)
 		return 0;
 	*status = (int)strtoul(code, NULL, 10);
 	return 1;
