@@ -29,7 +29,14 @@ void hz_prezero_fork_prepare(void)
 
 void hz_prezero_fork_parent(void)
 {
-	if (!fork_skipped)
+	if (fork_skipped)
+		return;
+	/* A thread preempted in its turn past the wait still holds the
+	 * table: its byte count is not ours to read; the next request
+	 * publishes it. */
+	if (fork_suspect)
+		hz_pz_guard_open();
+	else
 		hz_prezero_leave();
 }
 

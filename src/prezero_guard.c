@@ -91,6 +91,11 @@ struct hz_cache *hz_prezero_enter(struct hz_cache_batch *b)
 void hz_prezero_leave(void)
 {
 	hz_pz_publish_bytes();
+	hz_pz_guard_open();
+}
+
+void hz_pz_guard_open(void)
+{
 	__atomic_store_n(&pz_program_in, 0, __ATOMIC_SEQ_CST);
 	hz_unlock(&pz_lock);
 }

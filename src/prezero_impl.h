@@ -63,6 +63,9 @@ void *hz_pz_main(void *arg);
 void hz_pz_leave_if_alone(uint64_t now);
 /* pthread_once routine: the table, from the cache policy. */
 void hz_pz_init_cache(void);
+/* Out of the guard without reading the table, which the thread may still
+ * hold (a fork that stopped waiting for it). */
+void hz_pz_guard_open(void);
 /* The table's byte count into the stats. */
 void hz_pz_publish_bytes(void);
 /* Inside the guard: what finished jobs left goes to the table, or b. */
