@@ -45,8 +45,10 @@ run() {
 export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 # die_after_fork=0: the fork test's child frees a block, which starts a new
-# pre-zero thread there; that is what it checks. No suppressions: every
-# report so far was none, and a real race is fixed, not listed.
+# pre-zero thread there; that is what it checks. No suppressions: a real
+# race is fixed, not listed. A report made in the pre-zero thread names
+# no function (its sandbox refuses the symbolizer): `addr2line -f -e
+# BINARY OFFSET` names the frames it lists as BINARY+OFFSET.
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:die_after_fork=0
 
 echo "== build/test-asan: build"

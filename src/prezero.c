@@ -445,18 +445,31 @@ static void sleep_until_woken(int seq, uint64_t ns)
 	__atomic_store_n(&pz_sleeping, 0, __ATOMIC_RELAXED);
 }
 
+/* A sanitizer build: its runtime reports what it finds in this thread
+ * to stderr (the tests under ThreadSanitizer), which the thread keeps. */
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define SANITIZED true
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define SANITIZED true
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED false
+#endif
+
 /* A file table of our own (hz_prim_files_unshare): an I/O-bound program
  * keeps the kernel's single-threaded file calls beside this thread. Its
- * stderr stays only for HUGEZERO_VERBOSE's messages; the one warning this
- * thread could give (a bad HUGEZERO_CLEAR, when it zeroes first) is given
- * before. */
+ * stderr stays only for HUGEZERO_VERBOSE's messages (and a sanitizer's);
+ * the one warning this thread could give (a bad HUGEZERO_CLEAR, when it
+ * zeroes first) is given before. */
 static void own_file_table(void)
 {
 	struct hz_clear_policy clear;
 	int ret;
 
 	hz_clear_policy_load(&clear);
-	ret = hz_prim_files_unshare(hz_config()->verbose >= HZ_LOG_INFO);
+	ret = hz_prim_files_unshare(SANITIZED || hz_config()->verbose >= HZ_LOG_INFO);
 	if (ret != 0)
 		hz_debug("the pre-zero thread shares the program's file table (error %d)", ret);
 }

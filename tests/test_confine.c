@@ -4,7 +4,8 @@
  * reading limits) and can do nothing else a hijacker would want (open a
  * file elsewhere, write one, make a socket, signal, exec, ptrace, set a
  * limit, rename itself); glibc's setuid from the main thread still
- * reaches it (glibc aborts a process whose threads disagree); and the
+ * reaches it (glibc aborts a process whose threads disagree); something
+ * fatal in it still ends the process (a sanitizer's report); and the
  * real pre-zero thread, started by a freed block, is confined. A layer
  * this kernel refuses to a thread of the test too (seccomp, Landlock) is
  * skipped with its reason, never passed. */
@@ -263,6 +264,44 @@ static void glibc_setuid_reaches_the_confined_thread(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+static void *confined_then_fatal(void *arg)
+{
+	(void)arg;
+	hz_prim_confine_thread();
+	syscall(SYS_exit_group, 7);
+	return NULL; /* refused */
+}
+
+/* Something fatal in the confined thread ends the process from there, as
+ * a sanitizer's report does (ThreadSanitizer's halt_on_error calls
+ * exit_group): refused, its runtime recursed until the stack ran out and
+ * the process died of SIGSEGV with its report unwritten. */
+static void a_confined_thread_can_end_its_process(void **state)
+{
+	pid_t pid;
+	int st;
+
+	(void)state;
+	if (!seccomp_available()) {
+		print_message("skipped: this kernel or a sandbox refuses seccomp filters here\n");
+		skip();
+	}
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		pthread_t t;
+
+		alarm(10);
+		if (pthread_create(&t, NULL, confined_then_fatal, NULL) != 0)
+			_exit(2);
+		pthread_join(t, NULL);
+		_exit(3); /* the thread's exit_group was refused */
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 7);
+}
+
 /* The real pre-zero thread, started by a freed block, confines itself. */
 static void prezero_thread_is_confined(void **state)
 {
@@ -305,6 +344,7 @@ int main(void)
 		cmocka_unit_test(seccomp_refuses_what_the_thread_never_does),
 		cmocka_unit_test(landlock_refuses_files_elsewhere),
 		cmocka_unit_test(glibc_setuid_reaches_the_confined_thread),
+		cmocka_unit_test(a_confined_thread_can_end_its_process),
 		cmocka_unit_test(prezero_thread_is_confined),
 	};
 

@@ -212,15 +212,21 @@ static void allow_when(struct filter *f, long nr, unsigned arg, const uint32_t *
  * that glibc broadcasts to every thread, and sigaltstack, which sanitizer
  * runtimes call when a thread ends (AddressSanitizer stops the process
  * when it fails: a program built with it uses libhugezero.so too). It
- * changes only the thread's own signal stack. */
+ * changes only the thread's own signal stack. And exit_group, which ends
+ * the process from this thread when something in it is fatal: a
+ * sanitizer's report (ThreadSanitizer's halt_on_error), abort's last
+ * resort. Refused, ThreadSanitizer's Die called itself until the stack
+ * ran out, and the process died of SIGSEGV without its report. It grants
+ * nothing that tgkill of the thread's own process (below) does not. */
 static const long allowed[] = {
 	SYS_read, SYS_pread64, SYS_write, SYS_openat, SYS_close, SYS_fstat, SYS_lseek,
 	SYS_fcntl, SYS_mmap, SYS_munmap, SYS_mremap, SYS_madvise, SYS_mincore, SYS_mprotect,
 	SYS_munlock, SYS_brk, SYS_futex, SYS_nanosleep, SYS_clock_nanosleep, SYS_clock_gettime,
 	SYS_gettimeofday, SYS_sched_yield, SYS_getcpu, SYS_gettid, SYS_getpid, SYS_getuid,
-	SYS_geteuid, SYS_getgid, SYS_getegid, SYS_sysinfo, SYS_uname, SYS_exit, SYS_rt_sigprocmask,
-	SYS_rt_sigreturn, SYS_restart_syscall, SYS_sigaltstack, SYS_setuid, SYS_setgid, SYS_setreuid,
-	SYS_setregid, SYS_setresuid, SYS_setresgid, SYS_setgroups, SYS_setfsuid, SYS_setfsgid,
+	SYS_geteuid, SYS_getgid, SYS_getegid, SYS_sysinfo, SYS_uname, SYS_exit, SYS_exit_group,
+	SYS_rt_sigprocmask, SYS_rt_sigreturn, SYS_restart_syscall, SYS_sigaltstack, SYS_setuid,
+	SYS_setgid, SYS_setreuid, SYS_setregid, SYS_setresuid, SYS_setresgid, SYS_setgroups,
+	SYS_setfsuid, SYS_setfsgid,
 	451 /* cachestat, Linux 6.5 */,
 #ifdef SYS_newfstatat
 	SYS_newfstatat,
@@ -257,8 +263,9 @@ static int seccomp_filter(void)
 	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
 		allow(&f, allowed[i]);
 	allow_when(&f, SYS_ioctl, 1, ioctls, 1);
-	/* SIGKILL to its own process only: a main thread killed alone
-	 * (prezero_start.c, hz_pz_leave_if_alone). */
+	/* Signals to its own process only (the thread and the signal are
+	 * not checked): it sends itself SIGKILL when the main thread was
+	 * killed alone (prezero_start.c, hz_pz_leave_if_alone). */
 	allow_when(&f, SYS_tgkill, 0, self, 1);
 	allow_when(&f, SYS_prctl, 0, prctls, 3);
 	/* Reading a limit, never setting one. */
