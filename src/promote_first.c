@@ -85,12 +85,16 @@ uint64_t hz_promote_first_touch_pass(uint64_t now)
 	/* Only the watched: holding a slot busy makes a forget of it wait. */
 	for (unsigned i = 0; i < SLOTS; i++) {
 		struct hz_promote_slot *s = &hz_promote_slots[i];
+		uint64_t since;
 
 		if (!__atomic_load_n(&s->first_touch, __ATOMIC_RELAXED))
 			continue;
 		hz_promote_visit(s, look_at_first_touches, &b);
-		if (__atomic_load_n(&s->first_touch, __ATOMIC_RELAXED) && s->since > youngest)
-			youngest = s->since;
+		/* Out of the visit: a program thread may be tracking a new
+		 * range in the slot; an old time only wakes the thread early. */
+		since = __atomic_load_n(&s->since, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&s->first_touch, __ATOMIC_RELAXED) && since > youngest)
+			youngest = since;
 	}
 	if (youngest == 0) /* none watched: until the next range is tracked */
 		return UINT64_MAX;
