@@ -99,6 +99,7 @@ void hz_prezero_fork_child(void)
 	struct hz_span kept;
 
 	hz_lock_reset(&pz_lock);
+	hz_pz_fork_child_watch();
 	pz_program_in = 0;
 	pz_thread_in = 0;
 	pz_stalled_turn = ~0u;

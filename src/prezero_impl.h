@@ -61,6 +61,9 @@ void *hz_pz_main(void *arg);
 /* The thread, at most once a tick: when the program's threads have all
  * left, it exits with the main thread's status (prezero_start.c). */
 void hz_pz_leave_if_alone(uint64_t now);
+/* Fork child: its thread, the process's main now, is watched as the
+ * parent's main thread was (prezero_start.c). */
+void hz_pz_fork_child_watch(void);
 /* pthread_once routine: the table, from the cache policy. */
 void hz_pz_init_cache(void);
 /* Out of the guard without reading the table, which the thread may still

@@ -33,9 +33,10 @@
  *  - the main thread's pthread_exit (or cancellation) retires the thread
  *    first (hz_prezero_watch_main_thread: a thread-specific value, whose
  *    destructor glibc runs in the leaving thread before it counts it
- *    out); the program's last thread then ends the process as under
- *    glibc, exit(0) with its atexit handlers and stdio buffers, and calloc
- *    zeroes from then on;
+ *    out, and which a fork's child sets in its one thread); the
+ *    program's last thread then ends the process as under glibc, exit(0)
+ *    with its atexit handlers and stdio buffers, and calloc zeroes from
+ *    then on;
  *  - a main thread that leaves unseen (the exit system call, or one the
  *    value was not set in) leaves this thread alone: it looks at each tick
  *    (hz_pz_leave_if_alone) and then exits with the main thread's status,
@@ -68,9 +69,15 @@ static uint64_t promotion_waits_since;
  * delays exit. */
 static void start_thread(void)
 {
-	if (__atomic_load_n(&pz_thread_retired, __ATOMIC_ACQUIRE) ||
-	    __atomic_exchange_n(&pz_thread_started, 1, __ATOMIC_ACQ_REL))
+	if (__atomic_load_n(&pz_thread_retired, __ATOMIC_SEQ_CST) ||
+	    __atomic_exchange_n(&pz_thread_started, 1, __ATOMIC_SEQ_CST))
 		return;
+	/* Retired meanwhile: the retiring thread may have looked for a
+	 * thread before this one was started, and none starts after it. */
+	if (__atomic_load_n(&pz_thread_retired, __ATOMIC_SEQ_CST)) {
+		__atomic_store_n(&pz_thread_started, 0, __ATOMIC_SEQ_CST);
+		return;
+	}
 	if (hz_prim_thread_start(hz_pz_main, NULL, THREAD_STACK) != 0) {
 		hz_info("could not start the pre-zero thread; calloc zeroes instead");
 		__atomic_store_n(&pz_thread_failed, 1, __ATOMIC_RELEASE);
@@ -81,7 +88,7 @@ static void start_thread(void)
  * its kernel id, 0 when none ran, -EBUSY when it did not leave in time. */
 static int leave_loop(int *tid)
 {
-	if (!__atomic_load_n(&pz_thread_started, __ATOMIC_ACQUIRE) ||
+	if (!__atomic_load_n(&pz_thread_started, __ATOMIC_SEQ_CST) ||
 	    __atomic_load_n(&pz_thread_failed, __ATOMIC_ACQUIRE))
 		return 0;
 	__atomic_store_n(&pz_stop, 1, __ATOMIC_SEQ_CST);
@@ -119,27 +126,49 @@ int hz_prezero_stop(void)
 
 void hz_prezero_retire(void)
 {
-	if (__atomic_exchange_n(&pz_thread_retired, 1, __ATOMIC_ACQ_REL))
+	if (__atomic_exchange_n(&pz_thread_retired, 1, __ATOMIC_SEQ_CST))
 		return;
 	hz_prezero_stop();
 }
 
 static pthread_key_t main_thread_key;
+static int main_thread_watched; /* the key exists */
 
+/* As hz_prezero_retire, without a deadline: glibc ends the process from
+ * whichever thread it counts out last, and from the pre-zero thread (a
+ * file table without the program's stdout) that exit(0) would lose the
+ * program's buffered output. The main thread is leaving; nothing waits
+ * on it. */
 static void main_thread_leaves(void *value)
 {
+	int tid = 0;
+
 	(void)value;
-	hz_prezero_retire();
+	if (__atomic_exchange_n(&pz_thread_retired, 1, __ATOMIC_SEQ_CST))
+		return;
+	while (leave_loop(&tid) == -EBUSY)
+		;
+	while (tid != 0 && hz_prim_thread_known(tid))
+		hz_prim_sleep_ns(HZ_THREAD_WAKE_NS);
 }
 
 void hz_prezero_watch_main_thread(void)
 {
-	static int watched;
+	static int asked;
 
 	if (hz_prim_gettid() != hz_prim_getpid() ||
-	    __atomic_exchange_n(&watched, 1, __ATOMIC_ACQ_REL))
+	    __atomic_exchange_n(&asked, 1, __ATOMIC_ACQ_REL))
 		return;
-	if (pthread_key_create(&main_thread_key, main_thread_leaves) == 0)
+	if (pthread_key_create(&main_thread_key, main_thread_leaves) != 0)
+		return;
+	pthread_setspecific(main_thread_key, &main_thread_key);
+	__atomic_store_n(&main_thread_watched, 1, __ATOMIC_RELEASE);
+}
+
+void hz_pz_fork_child_watch(void)
+{
+	/* The child's one thread, whichever thread forked, is its main. */
+	if (__atomic_load_n(&main_thread_watched, __ATOMIC_ACQUIRE))
 		pthread_setspecific(main_thread_key, &main_thread_key);
 }
 

@@ -298,6 +298,24 @@ static int main_pthread_exit_worker_last(void)
 	return child_leaving(leave_before_a_worker);
 }
 
+/* The same in a child forked by a worker thread: the child's one thread,
+ * the worker's copy, is its main thread. */
+static void *fork_from_a_worker(void *arg)
+{
+	*(int *)arg = child_leaving(leave_by_pthread_exit);
+	return NULL;
+}
+
+static int forked_by_worker_pthread_exit(void)
+{
+	pthread_t t;
+	int ret = 1;
+
+	CHECK(pthread_create(&t, NULL, fork_from_a_worker, &ret) == 0, "pthread_create");
+	CHECK(pthread_join(t, NULL) == 0, "pthread_join");
+	return ret;
+}
+
 /* The main thread, the program's only one, makes the exit system call
  * (as a runtime of its own may): the process ends with its status. */
 static void leave_by_exit_syscall(void)
@@ -377,6 +395,7 @@ int main(int argc, char **argv)
 		{ "signal", process_signal },
 		{ "main_pthread_exit", main_pthread_exit },
 		{ "main_pthread_exit_worker_last", main_pthread_exit_worker_last },
+		{ "forked_by_worker_pthread_exit", forked_by_worker_pthread_exit },
 		{ "main_exit_syscall", main_exit_syscall },
 		{ "main_killed_alone", main_killed_alone },
 		{ NULL, NULL },
