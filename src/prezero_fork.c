@@ -99,7 +99,6 @@ void hz_prezero_fork_child(void)
 	struct hz_span kept;
 
 	hz_lock_reset(&pz_lock);
-	hz_pz_fork_child_watch();
 	pz_program_in = 0;
 	pz_thread_in = 0;
 	pz_stalled_turn = ~0u;
@@ -122,6 +121,8 @@ void hz_prezero_fork_child(void)
 	hz_pz_collect(&b);
 	drop_holes(&b);
 	hz_prezero_release(&b);
+	/* Last: with 32 keys or more before ours, it allocates. */
+	hz_pz_fork_child_watch();
 }
 
 #ifdef HZ_TEST_CORE

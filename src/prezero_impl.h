@@ -50,7 +50,8 @@ extern struct job pz_jobs[JOBS];
 extern int pz_thread_started, pz_stop, pz_tid, pz_exited, pz_wake_seq, pz_sleeping;
 /* Starting it failed: calloc zeroes instead. */
 extern int pz_thread_failed;
-/* hz_prezero_retire ran: the thread never starts again. */
+/* hz_prezero_retire ran, or the main thread left: the thread never
+ * starts again. */
 extern int pz_thread_retired;
 /* Until when (ns) a starved thread rests, and calloc zeroes meanwhile. */
 extern uint64_t pz_paused_until;

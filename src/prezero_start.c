@@ -134,18 +134,17 @@ void hz_prezero_retire(void)
 static pthread_key_t main_thread_key;
 static int main_thread_watched; /* the key exists */
 
-/* As hz_prezero_retire, without a deadline: glibc ends the process from
- * whichever thread it counts out last, and from the pre-zero thread (a
- * file table without the program's stdout) that exit(0) would lose the
- * program's buffered output. The main thread is leaving; nothing waits
- * on it. */
+/* As hz_prezero_retire, without a deadline, and even after one that gave
+ * up (a step aside): glibc ends the process from whichever thread it
+ * counts out last, and from the pre-zero thread (a file table without the
+ * program's stdout) that exit(0) would lose the program's buffered
+ * output. The main thread is leaving; at most a join waits on it. */
 static void main_thread_leaves(void *value)
 {
 	int tid = 0;
 
 	(void)value;
-	if (__atomic_exchange_n(&pz_thread_retired, 1, __ATOMIC_SEQ_CST))
-		return;
+	__atomic_store_n(&pz_thread_retired, 1, __ATOMIC_SEQ_CST);
 	while (leave_loop(&tid) == -EBUSY)
 		;
 	while (tid != 0 && hz_prim_thread_known(tid))

@@ -91,7 +91,8 @@ uint64_t hz_promote_first_touch_pass(uint64_t now)
 			continue;
 		hz_promote_visit(s, look_at_first_touches, &b);
 		/* Out of the visit: a program thread may be tracking a new
-		 * range in the slot; an old time only wakes the thread early. */
+		 * range in the slot. An old time wakes the thread early, a 0
+		 * (not stored yet) not at all: the tracker wakes it then. */
 		since = __atomic_load_n(&s->since, __ATOMIC_RELAXED);
 		if (__atomic_load_n(&s->first_touch, __ATOMIC_RELAXED) && since > youngest)
 			youngest = since;

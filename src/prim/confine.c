@@ -217,7 +217,8 @@ static void allow_when(struct filter *f, long nr, unsigned arg, const uint32_t *
  * sanitizer's report (ThreadSanitizer's halt_on_error), abort's last
  * resort. Refused, ThreadSanitizer's Die called itself until the stack
  * ran out, and the process died of SIGSEGV without its report. It grants
- * nothing that tgkill of the thread's own process (below) does not. */
+ * little beyond tgkill of the thread's own process (below): the choice of
+ * the status the process ends with. */
 static const long allowed[] = {
 	SYS_read, SYS_pread64, SYS_write, SYS_openat, SYS_close, SYS_fstat, SYS_lseek,
 	SYS_fcntl, SYS_mmap, SYS_munmap, SYS_mremap, SYS_madvise, SYS_mincore, SYS_mprotect,

@@ -257,8 +257,9 @@ __attribute__((noreturn)) void hz_prim_kill_process(void);
 
 /* Whether the kernel still knows thread tid of this process: false once
  * it has released the task, which then counts no more towards
- * RLIMIT_NPROC or a pids cgroup (tgkill with signal 0: ESRCH). errno is
- * unchanged. */
+ * RLIMIT_NPROC or a pids cgroup (tgkill with signal 0: ESRCH), and where
+ * it will not say (a program's filter refusing tgkill): no caller waits
+ * on what it cannot see. errno is unchanged. */
 bool hz_prim_thread_known(int tid);
 
 /* Whether the C library still takes the process for single-threaded

@@ -108,7 +108,7 @@ void hz_prim_kill_process(void)
  * ESRCH means both counts are down. */
 bool hz_prim_thread_known(int tid)
 {
-	return HZ_RAW(SYS_tgkill, hz_prim_getpid(), tid, 0) != -ESRCH;
+	return HZ_RAW(SYS_tgkill, hz_prim_getpid(), tid, 0) == 0;
 }
 
 #ifndef CLOSE_RANGE_UNSHARE
