@@ -257,17 +257,8 @@ void hz_cache_put(struct hz_cache *c, struct hz_cache_entry e, struct hz_cache_b
 	hz_cache_add(c, e, b);
 }
 
-void hz_cache_note(struct hz_cache *c, size_t size, uint64_t now, bool hit, uint64_t idle_since,
-		   struct hz_cache_batch *b)
+void hz_cache_missed(struct hz_cache *c, struct hz_cache_batch *b)
 {
-	if (!c->adapt)
-		return;
-	if (hit) {
-		hz_class_hit(size, now, idle_since);
-		return;
-	}
-	if (hz_class_missed(size, now, c->decay_ns)) /* a reuse the table let go */
-		hz_stats_add(cache_reuse_missed, 1);
 	while (c->probe_bytes > 0 && evict_oldest(c, true, b))
 		;
 }

@@ -203,12 +203,9 @@ void hz_cache_add(struct hz_cache *c, struct hz_cache_entry e, struct hz_cache_b
  * probe room is short. */
 void hz_cache_put(struct hz_cache *c, struct hz_cache_entry e, struct hz_cache_batch *b);
 
-/* A request of size bytes at now: served by a span that entered the table
- * at idle_since (0: unknown, as for a span taken from the pre-zero
- * thread), or missed (hit false). A miss also drops every probe entry into
- * b: none could serve it, and the fresh block it gets adds to them. */
-void hz_cache_note(struct hz_cache *c, size_t size, uint64_t now, bool hit, uint64_t idle_since,
-		   struct hz_cache_batch *b);
+/* A request found nothing in c: every probe entry goes into b, as none
+ * could serve it and the fresh block it gets adds to them. */
+void hz_cache_missed(struct hz_cache *c, struct hz_cache_batch *b);
 
 /* Whether the process's memory cgroup has a limit, or its limit could not
  * be read (as last read; false before the first read at a free). Under

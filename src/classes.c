@@ -185,6 +185,23 @@ void hz_classes_clean_enough(void)
 	clean_target -= clean_target / 8;
 }
 
+/* ---- one event per request ---- */
+
+struct hz_class_answer hz_classes_request(const struct hz_class_request *r)
+{
+	struct hz_class_answer a = { .map_spare = false, .reuse_missed = false };
+
+	if (r->adapt && r->hit)
+		hz_class_hit(r->size, r->now, r->idle_since);
+	else if (r->adapt)
+		a.reuse_missed = hz_class_missed(r->size, r->now, r->decay_ns);
+	if (r->zero) {
+		hz_classes_calloc_seen(r->size);
+		a.map_spare = hz_rotation_calloc(r->size, r->now, r->served, r->start, r->thread);
+	}
+	return a;
+}
+
 /* ---- page size ---- */
 
 bool hz_class_dense(size_t bytes)

@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rotation.h" /* enum hz_rotation_served */
+
 /* One per bit of a size_t's size. */
 #define HZ_CLASSES 64
 
@@ -148,9 +150,37 @@ size_t hz_class_spare(unsigned k, uint64_t now, uint64_t decay_ns);
  * fork child, in tests). */
 void hz_classes_forget_reuse(void);
 
+/* ---- one event per request ---- */
+
+/* A request for a block, as recycle.c found the cache for it. */
+struct hz_class_request {
+	size_t size;         /* whole granules */
+	uint64_t now;        /* ns */
+	bool zero;           /* a calloc */
+	bool adapt;          /* stays come from reuse (HUGEZERO_CACHE_ADAPT) */
+	bool hit;            /* a cached span, or the thread's, fits it */
+	uint64_t idle_since; /* the hit's time of free (0: unknown) */
+	uint64_t decay_ns;   /* the cache's longest stay */
+	enum hz_rotation_served served; /* a calloc's, for its rotation */
+	uintptr_t start;     /* the dirty span's, for HZ_ROT_DIRTY */
+	bool thread;         /* pre-zero mode thread */
+};
+
+/* What the ledger answers a request. */
+struct hz_class_answer {
+	bool map_spare;    /* map a fresh block, the spare, instead
+			    * (rotation.h): the span is left to the thread */
+	bool reuse_missed; /* a miss the cache let go (hz_class_missed) */
+};
+
+/* The one event of a request: its reuse (a hit or a miss, when the cache
+ * adapts), a calloc's size for the clean target, and a calloc's rotation.
+ * Inside the cache's guard. */
+struct hz_class_answer hz_classes_request(const struct hz_class_request *r);
+
 /* ---- clean blocks: what the pre-zero thread prepares ---- */
 
-/* A calloc of size bytes was asked for. */
+/* A calloc of size bytes was asked for (hz_classes_request). */
 void hz_classes_calloc_seen(size_t size);
 
 /* Bytes of clean blocks the thread keeps ready: about eight of the

@@ -52,18 +52,6 @@ static int zero_dirty(struct hz_span *span, size_t dirty)
 	return 0;
 }
 
-/* Inside the guard: a calloc of size, served so (by the dirty span at
- * start, for HZ_ROT_DIRTY), is noted for its rotation (rotation.h). true:
- * it maps the spare instead, and the guard was left. */
-static bool spare_instead(size_t size, uint64_t now, enum hz_rotation_served how, uintptr_t start,
-			  enum hz_prezero_opt mode)
-{
-	if (!hz_rotation_calloc(size, now, how, start, mode == HZ_PREZERO_OPT_THREAD))
-		return false;
-	hz_prezero_leave();
-	return true;
-}
-
 /* A claimed span larger than the request keeps what it needs, from its
  * start; the rest goes back to the table, clean when the thread, which
  * zeroes from the end down, got past it. Before, a malloc after two
@@ -103,6 +91,35 @@ static enum hz_rotation_served served_by(const struct hz_cache *c, int i)
 	return c->entries[i].clean ? HZ_ROT_CLEAN : HZ_ROT_DIRTY;
 }
 
+/* Inside the guard: the request's one event for the ledger, served by
+ * entry i, or by the span the thread is zeroing (claim). true: it maps
+ * the spare instead, and the guard was left. */
+static bool ask_ledger(struct hz_cache *c, size_t size, bool zero, enum hz_prezero_opt mode,
+		       uint64_t now, int i, bool claim, struct hz_cache_batch *b)
+{
+	struct hz_class_request r = {
+		.size = size, .now = now, .zero = zero, .adapt = c->adapt,
+		.hit = claim || i >= 0, .decay_ns = c->decay_ns,
+		.served = claim ? HZ_ROT_CLEARS : served_by(c, i),
+		.thread = mode == HZ_PREZERO_OPT_THREAD,
+	};
+	struct hz_class_answer a;
+
+	/* A claimed span's time since its free is the thread's to know. */
+	if (!claim && i >= 0) {
+		r.idle_since = c->entries[i].idle_since;
+		r.start = c->entries[i].span.range.start;
+	}
+	a = hz_classes_request(&r);
+	if (a.reuse_missed)
+		hz_stats_add(cache_reuse_missed, 1);
+	if (!r.hit)
+		hz_cache_missed(c, b);
+	if (a.map_spare)
+		hz_prezero_leave(); /* the dirty span stays, for the thread */
+	return a.map_spare;
+}
+
 /* A span for the request from the table, or the one the thread is zeroing,
  * with the pre-zero mode as it stood at the request. Returns 0 with it and
  * its dirty bytes from the start, or -ENOENT: none fits, or the guard was
@@ -111,17 +128,16 @@ static int from_cache(size_t size, size_t align, bool zero, enum hz_prezero_opt 
 		      struct hz_cache_batch *b, struct hz_span *span, size_t *dirty)
 {
 	bool dirty_ok = !zero || mode != HZ_PREZERO_OPT_OFF;
-	bool may_claim = true, noted = false, rotation_noted = !zero;
+	bool may_claim = true, asked = false, claim;
 	struct hz_cache *c;
-	uint64_t now;
 	int i;
 
 	for (;;) {
+		uint64_t now;
+
 		c = hz_prezero_enter(b);
 		if (!c)
 			return -ENOENT;
-		if (zero)
-			hz_classes_calloc_seen(size);
 		now = hz_prim_now_ns();
 		hz_cache_decay(c, now, b);
 		i = hz_cache_pick(c, size, align, zero, dirty_ok);
@@ -130,31 +146,19 @@ static int from_cache(size_t size, size_t align, bool zero, enum hz_prezero_opt 
 		 * table, else the one being zeroed: waiting for the thread's
 		 * unit beats faulting in a fresh block (numpy's malloc after
 		 * each free missed while the thread zeroed that very block). */
-		if (may_claim && (i < 0 || (zero && !c->entries[i].clean)) &&
-		    hz_prezero_claimable(size, align)) {
-			/* A hit, counted before the claim leaves the guard;
-			 * its time since the free is the thread's to know. */
-			if (!noted)
-				hz_cache_note(c, size, now, true, 0, b);
-			noted = true;
-			if (!rotation_noted && spare_instead(size, now, HZ_ROT_CLEARS, 0, mode))
-				return -ENOENT;
-			rotation_noted = true;
-			if (hz_prezero_claim(span, dirty) == 0) { /* leaves the guard */
-				put_back_rest(span, dirty, size, b);
-				return 0;
-			}
-			may_claim = false; /* too slow: another block */
-			continue;
+		claim = may_claim && (i < 0 || (zero && !c->entries[i].clean)) &&
+			hz_prezero_claimable(size, align);
+		if (!asked && ask_ledger(c, size, zero, mode, now, i, claim, b))
+			return -ENOENT;
+		asked = true;
+		if (!claim)
+			break;
+		if (hz_prezero_claim(span, dirty) == 0) { /* leaves the guard */
+			put_back_rest(span, dirty, size, b);
+			return 0;
 		}
-		break;
+		may_claim = false; /* too slow: another block */
 	}
-	if (!noted)
-		hz_cache_note(c, size, now, i >= 0, i >= 0 ? c->entries[i].idle_since : 0, b);
-	if (!rotation_noted &&
-	    spare_instead(size, now, served_by(c, i), i >= 0 ? c->entries[i].span.range.start : 0,
-			  mode))
-		return -ENOENT; /* the dirty span stays, for the thread */
 	if (i < 0) {
 		hz_prezero_leave();
 		return -ENOENT;

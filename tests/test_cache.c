@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "cache.h"
+#include "classes.h"
 #include "stats.h"
 
 #define G HZ_GRANULE
@@ -278,7 +279,12 @@ static void miss(size_t granules, uint64_t now)
 {
 	struct hz_cache_batch b = { .count = 0 };
 
-	hz_cache_note(&cache, granules * G, now, false, 0, &b);
+	struct hz_class_request r = { .size = granules * G, .now = now, .adapt = true,
+				      .decay_ns = cache.decay_ns };
+
+	if (hz_classes_request(&r).reuse_missed)
+		hz_stats_add(cache_reuse_missed, 1);
+	hz_cache_missed(&cache, &b);
 	flushed += b.count;
 }
 
@@ -288,7 +294,11 @@ static void hit(unsigned i, uint64_t now)
 	struct hz_cache_batch b = { .count = 0 };
 	struct hz_cache_entry e = cache.entries[i];
 
-	hz_cache_note(&cache, hz_span_bytes(&e.span), now, true, e.idle_since, &b);
+	struct hz_class_request r = { .size = hz_span_bytes(&e.span), .now = now, .adapt = true,
+				      .hit = true, .idle_since = e.idle_since,
+				      .decay_ns = cache.decay_ns };
+
+	hz_classes_request(&r);
 	assert_int_equal(b.count, 0);
 	hz_cache_remove(&cache, i);
 }
