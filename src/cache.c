@@ -239,22 +239,10 @@ void hz_cache_hold_probes(struct hz_cache *c, bool (*hold)(void))
 	c->hold_probes = hold;
 }
 
-bool hz_cache_class_warm(struct hz_cache *c, size_t bytes)
-{
-	return !c->adapt || hz_class_warm(bytes);
-}
-
 void hz_cache_add(struct hz_cache *c, struct hz_cache_entry e, struct hz_cache_batch *b)
 {
 	choose_stay(c, &e);
 	add_entry(c, e, b);
-}
-
-void hz_cache_put(struct hz_cache *c, struct hz_cache_entry e, struct hz_cache_batch *b)
-{
-	if (c->adapt)
-		hz_class_freed(hz_span_bytes(&e.span), e.idle_since);
-	hz_cache_add(c, e, b);
 }
 
 void hz_cache_missed(struct hz_cache *c, struct hz_cache_batch *b)

@@ -144,10 +144,6 @@ void hz_cache_adapt(struct hz_cache *c, bool on);
  * as a reuse let go. NULL: always kept. */
 void hz_cache_hold_probes(struct hz_cache *c, bool (*hold)(void));
 
-/* Whether spans of bytes' size class stay on evidence of reuse: without
- * adapt, every span does. */
-bool hz_cache_class_warm(struct hz_cache *c, size_t bytes);
-
 /* Put s in b for release, flushing b first when it is full. */
 void hz_cache_batch_put(const struct hz_cache *c, struct hz_cache_batch *b,
 			const struct hz_span *s);
@@ -197,11 +193,6 @@ int hz_cache_first_idle(const struct hz_cache *c, uint64_t now, uint64_t idle_ns
  * the table would overflow; when the budget is still short with the table
  * empty (another cache holds the rest), the span itself goes into b. */
 void hz_cache_add(struct hz_cache *c, struct hz_cache_entry e, struct hz_cache_batch *b);
-
-/* A span the program freed: counted for its size class, then added
- * (hz_cache_add), or put in b when its class shows no reuse and the
- * probe room is short. */
-void hz_cache_put(struct hz_cache *c, struct hz_cache_entry e, struct hz_cache_batch *b);
 
 /* A request found nothing in c: every probe entry goes into b, as none
  * could serve it and the fresh block it gets adds to them. */

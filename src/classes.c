@@ -12,7 +12,7 @@
  *  - warm (hits at least a quarter of the frees): STAY_MULT times the
  *    class's free-to-reuse time, at least a tick (HZ_STAY_TICK_NS), at
  *    most the decay;
- *  - cold (no reuse seen yet, or too little): a probe, kept PROBE_NS at
+ *  - cold (no reuse seen yet, or too little): a probe, kept HZ_UNREUSED_NS at
  *    most (cache.c gives probes a small room of their own).
  * A miss in a class that gave a block back unused, and had a free within
  * the decay, is a reuse the cache let go: it counts as a hit (once per
@@ -23,9 +23,6 @@
 
 #include "sizes.h"
 
-/* Four ticks (1 s): a cycling program's first reuse comes within
- * milliseconds (the numpy loop's iteration is about 12 ms). */
-#define PROBE_NS (4 * HZ_STAY_TICK_NS)
 /* A warm block stays 8 times its class's free-to-reuse time: reuse times
  * vary, and a late one costs a fresh block where an early release saves
  * only idle RSS. A miss that a released block would have served raises
@@ -69,7 +66,7 @@ static bool warm(const struct hz_class_reuse *r)
 
 static uint64_t stay_of(const struct hz_class_reuse *r, uint64_t decay_ns, bool *probe)
 {
-	uint64_t stay = PROBE_NS;
+	uint64_t stay = HZ_UNREUSED_NS;
 
 	*probe = !warm(r);
 	if (!*probe) {
@@ -200,6 +197,17 @@ struct hz_class_answer hz_classes_request(const struct hz_class_request *r)
 		a.map_spare = hz_rotation_calloc(r->size, r->now, r->served, r->start, r->thread);
 	}
 	return a;
+}
+
+struct hz_class_kept hz_classes_free(size_t size, uintptr_t start, uint64_t now, bool adapt)
+{
+	struct hz_class_kept k = { .rotation = hz_rotation_freed(size, start, now), .warm = true };
+
+	if (k.rotation != HZ_ROT_FREE_DROP && adapt) {
+		hz_class_freed(size, now);
+		k.warm = hz_class_warm(size);
+	}
+	return k;
 }
 
 /* ---- page size ---- */

@@ -47,6 +47,16 @@
  * could clear much of the block (rotation.h). */
 #define HZ_THREAD_WAKE_NS 20000
 
+/* 1 s (four ticks): a block nobody reused this long is not in a cycle. A
+ * cycling program reuses its blocks within milliseconds (numpy's loop
+ * every 12 ms or so, the recycle benchmarks sooner). So a freed block of a
+ * class that shows no reuse yet, a probe, is given back after it
+ * (classes.c), and a kept block idle this long is made reclaimable
+ * (MADV_FREE, prezero.c): the decay gives it back only after
+ * HUGEZERO_DECAY_MS (5 s by default), and for the rest of that stay the
+ * kernel may take it. */
+#define HZ_UNREUSED_NS (4 * HZ_STAY_TICK_NS)
+
 /* 1 s: the longest a program thread waits on the pre-zero thread, for it
  * to leave its loop (prezero_start.c) or a collapse of a range being
  * unmapped (promote.c). Both take it microseconds to milliseconds; the
@@ -177,6 +187,18 @@ struct hz_class_answer {
  * adapts), a calloc's size for the clean target, and a calloc's rotation.
  * Inside the cache's guard. */
 struct hz_class_answer hz_classes_request(const struct hz_class_request *r);
+
+/* What the ledger answers the free of a block. */
+struct hz_class_kept {
+	enum hz_rotation_free rotation; /* by the class's rotation */
+	bool warm; /* the class shows reuse: the thread may start for it */
+};
+
+/* The one event of a free: a block of size bytes at start, freed into the
+ * cache at now, counted for its class's reuse (when the cache adapts,
+ * unless the rotation gives it back) and its rotation. Inside the cache's
+ * guard. */
+struct hz_class_kept hz_classes_free(size_t size, uintptr_t start, uint64_t now, bool adapt);
 
 /* ---- clean blocks: what the pre-zero thread prepares ---- */
 

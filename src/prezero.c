@@ -54,11 +54,6 @@
 #include "stats.h"
 #include "zero.h"
 
-/* A cached span idle this long is made reclaimable (lazy_job). 1 s: the
- * recycling benchmarks reuse a block within milliseconds, and the decay
- * gives an unused one back after HUGEZERO_DECAY_MS (5 s by default), so
- * for most of that stay the kernel may take it. */
-#define LAZY_IDLE_NS HZ_NS_PER_SEC
 /* A unit cleared slower than 1 byte/ns (1 GB/s) means the thread is
  * starved of CPU: on a free core it clears at 8-19 GB/s here, and at nice
  * 19 beside two busy threads a 32 MiB unit took 0.1-1 s, while a calloc
@@ -395,7 +390,7 @@ static bool take_turn(uint64_t now, struct job **zero, struct job **release, uns
 		hz_classes_clean_enough(); /* the target fades while it is met */
 	}
 	if (*zero == NULL && now >= __atomic_load_n(&pz_paused_until, __ATOMIC_RELAXED) &&
-	    (i = hz_cache_first_idle(&pz_cache, now, LAZY_IDLE_NS)) >= 0)
+	    (i = hz_cache_first_idle(&pz_cache, now, HZ_UNREUSED_NS)) >= 0)
 		*zero = take_job(i, true);
 	hz_pz_publish_bytes();
 	__atomic_store_n(&pz_thread_in, 0, __ATOMIC_SEQ_CST);

@@ -347,8 +347,8 @@ void hz_recycle_free(void *p)
 	const struct hz_cache_policy *policy = hz_cache_policy();
 	struct hz_cache_batch b = { .count = 0 };
 	struct hz_cache_entry e = { .clean = false };
-	bool thread = hz_prezero_mode() == HZ_PREZERO_OPT_THREAD, warm, wake;
-	enum hz_rotation_free rotation;
+	bool thread = hz_prezero_mode() == HZ_PREZERO_OPT_THREAD, wake;
+	struct hz_class_kept kept;
 	struct hz_cache *c;
 
 	hz_blocks_retire(p, &e.span);
@@ -370,8 +370,9 @@ void hz_recycle_free(void *p)
 		hz_blocks_release_span(&e.span);
 		return;
 	}
-	rotation = hz_rotation_freed(hz_span_bytes(&e.span), e.span.range.start, hz_prim_now_ns());
-	if (rotation == HZ_ROT_FREE_DROP) { /* a spare goes */
+	kept = hz_classes_free(hz_span_bytes(&e.span), e.span.range.start, hz_prim_now_ns(),
+			       c->adapt);
+	if (kept.rotation == HZ_ROT_FREE_DROP) { /* a spare goes */
 		hz_cache_batch_put(c, &b, &e.span);
 		hz_prezero_leave();
 		hz_prezero_release(&b);
@@ -381,13 +382,12 @@ void hz_recycle_free(void *p)
 	/* A cold free goes back at once while no thread would give it back
 	 * in time (hz_prezero_holds_probes); one of a class that shows reuse
 	 * is kept, and the thread starts for it (prezero_start.c). */
-	hz_cache_put(c, e, &b);
-	warm = hz_cache_class_warm(c, hz_span_bytes(&e.span));
+	hz_cache_add(c, e, &b);
 	hz_prezero_leave();
 	note_use_of_released(&b, &e.span);
 	hz_prezero_release(&b);
-	wake = thread && !e.clean && (warm || hz_prezero_welcome());
-	if (wake && rotation == HZ_ROT_FREE_AT_ONCE) { /* its calloc comes first */
+	wake = thread && !e.clean && (kept.warm || hz_prezero_welcome());
+	if (wake && kept.rotation == HZ_ROT_FREE_AT_ONCE) { /* its calloc comes first */
 		hz_stats_add(wakes_skipped, 1);
 		wake = false;
 	}

@@ -13,9 +13,10 @@
  * that before it, decides whether the spare stays (rotation.c says by how
  * much). A lost trial gives the spare back at the class's next free; a won
  * one is checked again, without the spare, after twice as many callocs
- * each time. Only callocs are timed. A calloc makes one call here
- * (hz_rotation_calloc) and a free one (hz_rotation_freed), inside the
- * cache's guard (prezero.h), which serialises them. */
+ * each time. Only callocs are timed. The ledger's events make the calls
+ * here (classes.h: hz_classes_request, hz_classes_free), one per calloc
+ * and one per free, inside the cache's guard (prezero.h), which
+ * serialises them. */
 #ifndef HZ_ROTATION_H
 #define HZ_ROTATION_H
 

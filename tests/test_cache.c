@@ -271,14 +271,14 @@ static unsigned put(struct hz_cache_entry e)
 {
 	struct hz_cache_batch b = { .count = 0 };
 
-	hz_cache_put(&cache, e, &b);
+	hz_classes_free(hz_span_bytes(&e.span), e.span.range.start, e.idle_since, true);
+	hz_cache_add(&cache, e, &b);
 	return b.count;
 }
 
 static void miss(size_t granules, uint64_t now)
 {
 	struct hz_cache_batch b = { .count = 0 };
-
 	struct hz_class_request r = { .size = granules * G, .now = now, .adapt = true,
 				      .decay_ns = cache.decay_ns };
 
@@ -293,7 +293,6 @@ static void hit(unsigned i, uint64_t now)
 {
 	struct hz_cache_batch b = { .count = 0 };
 	struct hz_cache_entry e = cache.entries[i];
-
 	struct hz_class_request r = { .size = hz_span_bytes(&e.span), .now = now, .adapt = true,
 				      .hit = true, .idle_since = e.idle_since,
 				      .decay_ns = cache.decay_ns };
