@@ -194,14 +194,17 @@ struct hz_class_answer hz_classes_request(const struct hz_class_request *r)
 		a.reuse_missed = hz_class_missed(r->size, r->now, r->decay_ns);
 	if (r->zero) {
 		hz_classes_calloc_seen(r->size);
-		a.map_spare = hz_rotation_calloc(r->size, r->now, r->served, r->start, r->thread);
+		a.map_spare = hz_rotation_calloc(&hz_class_of(r->size)->rotation, r->now, r->served,
+						 r->start, r->thread);
 	}
 	return a;
 }
 
 struct hz_class_kept hz_classes_free(size_t size, uintptr_t start, uint64_t now, bool adapt)
 {
-	struct hz_class_kept k = { .rotation = hz_rotation_freed(size, start, now), .warm = true };
+	struct hz_class_kept k = { .rotation = hz_rotation_freed(&hz_class_of(size)->rotation, start,
+								  now),
+				   .warm = true };
 
 	if (k.rotation != HZ_ROT_FREE_DROP && adapt) {
 		hz_class_freed(size, now);

@@ -22,12 +22,12 @@
  * MiB and holds the process's mmap lock for writing while it swaps the
  * page tables, which stalls the program's own faults. So a tick scans and
  * collapses within TICK_BUDGET_NS, collapses within the CPU share
- * (promote_share.h), and the interval between ticks doubles (up to
- * INTERVAL_MAX_NS) after a collapse that failed for want of memory or
- * because the pages were busy and after a slow one, and (up to
- * INTERVAL_IDLE_NS, and no later than a range too young for the last tick
- * has waited the delay) after a tick that found nothing to do; a new range
- * or a clean tick of collapses resets it.
+ * (promote_share.h), and the interval between ticks doubles, up to
+ * INTERVAL_MAX_NS, after a collapse that failed for want of memory or
+ * because the pages were busy, after a slow one, and (no later than a
+ * range too young for the last tick has waited the delay) after a tick
+ * that found nothing to do; a new range or a clean tick of collapses
+ * resets it.
  *
  * Age and share. A collapse pays only for memory the program goes on
  * using, and residency does not show use. A range is looked at only once it
@@ -70,11 +70,13 @@
  * first touches and two thresholds fewer"). */
 #define TICK_BUDGET_NS 20000000ull
 #define INTERVAL_MIN_NS 100000000ull   /* 100 ms */
-#define INTERVAL_MAX_NS 8000000000ull  /* 8 s after failures */
-/* 2 s when nothing was dense: a range old enough whose pages fill in
- * later is collapsed within 2 s of being dense (1 s measured; 5.6 s with
- * 8 s, bench/RESULTS.md, "Six thresholds fewer"). */
-#define INTERVAL_IDLE_NS 2000000000ull
+/* 2 s at most between ticks. When nothing was dense: a range old enough
+ * whose pages fill in later is collapsed within 2 s of being dense (1 s
+ * measured; 5.6 s with 8 s, bench/RESULTS.md, "Six thresholds fewer").
+ * After failures too: a range gives up after FAILURES_MAX of them
+ * whatever the interval, so a longer one (8 s before) only spread the
+ * same attempts out. */
+#define INTERVAL_MAX_NS 2000000000ull
 /* A range whose collapses failed this often is left on 4 KiB pages. A
  * transient failure (no memory, pages busy) ends the tick and backs off.
  * EINVAL refuses one 2 MiB page, not the range: a page that a VMA boundary
@@ -552,7 +554,7 @@ static uint64_t collapse_pass(uint64_t now)
 		interval = INTERVAL_MIN_NS; /* a new range */
 	if (hz_promote_share_left_ns() == 0) {
 		hz_stats_add(promote_share_waits, 1);
-		interval = hz_promote_share_wait_ns(INTERVAL_MIN_NS, INTERVAL_IDLE_NS);
+		interval = hz_promote_share_wait_ns(INTERVAL_MIN_NS, INTERVAL_MAX_NS);
 		__atomic_store_n(&next_tick, now + interval, __ATOMIC_RELAXED);
 		return interval;
 	}
@@ -561,7 +563,7 @@ static uint64_t collapse_pass(uint64_t now)
 	if (b.backoff)
 		interval = interval * 2 > INTERVAL_MAX_NS ? INTERVAL_MAX_NS : interval * 2;
 	else if (!b.worked) /* nothing dense: back off, but be there when a range ripens */
-		interval = min_ns(interval * 2, INTERVAL_IDLE_NS,
+		interval = min_ns(interval * 2, INTERVAL_MAX_NS,
 				  b.ripe_in > INTERVAL_MIN_NS ? b.ripe_in : INTERVAL_MIN_NS);
 	else if (b.stop)
 		interval = INTERVAL_MIN_NS / 4; /* more is dense: come back soon */

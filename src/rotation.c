@@ -11,8 +11,8 @@
 
 #include <string.h>
 
-#include "classes.h"
 #include "stats.h"
+#include "times.h"
 
 /* Periods in each sample. */
 #define RUN HZ_ROTATION_RUN
@@ -41,12 +41,6 @@ enum state {
 	ON,       /* the spare won: kept until the recheck */
 	DROPPING, /* the spare goes back at the next free */
 };
-
-/* The trial's state lives in the size-class ledger's row (classes.h). */
-static struct hz_class_rotation *class_of(size_t size)
-{
-	return &hz_class_of(size)->rotation;
-}
 
 static uint32_t median(const uint32_t *v, unsigned n)
 {
@@ -152,10 +146,9 @@ static void served(struct hz_class_rotation *k, uint64_t now, enum hz_rotation_s
 	}
 }
 
-bool hz_rotation_calloc(size_t size, uint64_t now, enum hz_rotation_served how, uintptr_t start,
-			bool thread)
+bool hz_rotation_calloc(struct hz_class_rotation *k, uint64_t now, enum hz_rotation_served how,
+			uintptr_t start, bool thread)
 {
-	struct hz_class_rotation *k = class_of(size);
 	bool spare;
 
 	if (how == HZ_ROT_DIRTY)
@@ -167,9 +160,8 @@ bool hz_rotation_calloc(size_t size, uint64_t now, enum hz_rotation_served how, 
 	return spare;
 }
 
-enum hz_rotation_free hz_rotation_freed(size_t size, uintptr_t start, uint64_t now)
+enum hz_rotation_free hz_rotation_freed(struct hz_class_rotation *k, uintptr_t start, uint64_t now)
 {
-	struct hz_class_rotation *k = class_of(size);
 
 	k->freed = start;
 	k->freed_at = now;
@@ -179,11 +171,3 @@ enum hz_rotation_free hz_rotation_freed(size_t size, uintptr_t start, uint64_t n
 	}
 	return k->state == WATCHING && k->at_once >= RUN ? HZ_ROT_FREE_AT_ONCE : HZ_ROT_FREE_KEEP;
 }
-
-#ifdef HZ_TEST_CORE
-void hz_rotation_test_reset(void)
-{
-	for (unsigned k = 0; k < HZ_CLASSES; k++)
-		hz_class_at(k)->rotation = (struct hz_class_rotation){ .state = WATCHING };
-}
-#endif

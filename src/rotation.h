@@ -24,6 +24,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The trial's state of a size class: a row of the ledger (classes.h). */
+#define HZ_ROTATION_RUN 8 /* periods in a sample */
+struct hz_class_rotation {
+	uint64_t last;        /* ns of the class's last calloc */
+	uint64_t freed_at;    /* ns of the class's last free */
+	uintptr_t freed;      /* start of the class's last freed block */
+	uint32_t run;         /* callocs in a row that cleared */
+	uint32_t at_once;     /* callocs in a row right after a free */
+	uint32_t without;     /* median period without the spare */
+	uint32_t cycles;      /* callocs since the last change of state */
+	uint32_t recheck;     /* kept: callocs before the next check */
+	uint32_t retry;       /* watching: callocs before the next trial */
+	uint32_t sample[HZ_ROTATION_RUN]; /* periods, microseconds */
+	uint8_t state;        /* rotation.c's enum */
+	uint8_t n;            /* periods in sample */
+	bool tried;           /* a trial was made */
+	bool skip;            /* the next period holds the spare's first faults */
+};
+
 /* How a calloc is served. */
 enum hz_rotation_served {
 	HZ_ROT_CLEARS, /* the span the thread was zeroing, taken over: the
@@ -37,12 +56,12 @@ enum hz_rotation_served {
 	HZ_ROT_OTHER,  /* a fresh block */
 };
 
-/* A calloc of size bytes at now (ns), served so (start: the dirty span's,
+/* A calloc of k's class at now (ns), served so (start: the dirty span's,
  * for HZ_ROT_DIRTY). One that would clear on its critical path, in
  * pre-zero mode thread (thread), may be told to map a fresh block, the
  * spare, instead: true, and the span is left to the thread. */
-bool hz_rotation_calloc(size_t size, uint64_t now, enum hz_rotation_served how, uintptr_t start,
-			bool thread);
+bool hz_rotation_calloc(struct hz_class_rotation *k, uint64_t now, enum hz_rotation_served how,
+			uintptr_t start, bool thread);
 
 /* What the free of a block is to do, by its class's rotation. */
 enum hz_rotation_free {
@@ -62,13 +81,9 @@ enum hz_rotation_free {
 			      * once */
 };
 
-/* A block of size bytes at start is being freed, at now (ns): what to do
+/* A block of k's class at start is being freed, at now (ns): what to do
  * with it. */
-enum hz_rotation_free hz_rotation_freed(size_t size, uintptr_t start, uint64_t now);
+enum hz_rotation_free hz_rotation_freed(struct hz_class_rotation *k, uintptr_t start, uint64_t now);
 
-#ifdef HZ_TEST_CORE
-/* Tests: every class back to its first state. */
-void hz_rotation_test_reset(void);
-#endif
 
 #endif /* HZ_ROTATION_H */
