@@ -1,7 +1,8 @@
 /* The size-class ledger: one table of what each size class of blocks
  * (hz_size_class: the floor of log2 of the bytes) has shown, and the
  * decisions drawn from it. The mechanisms report events to it and ask it;
- * it makes no system call and calls no other module.
+ * it makes no system call and calls no other module but the rotation
+ * trial (rotation.h), which runs on the rows it is handed.
  *
  * Besides the rows, one figure for all sizes: the clean bytes the pre-zero
  * thread keeps ready for calloc. A row holds three kinds of evidence:

@@ -162,7 +162,6 @@ bool hz_rotation_calloc(struct hz_class_rotation *k, uint64_t now, enum hz_rotat
 
 enum hz_rotation_free hz_rotation_freed(struct hz_class_rotation *k, uintptr_t start, uint64_t now)
 {
-
 	k->freed = start;
 	k->freed_at = now;
 	if (k->state == DROPPING) {

@@ -85,5 +85,4 @@ enum hz_rotation_free {
  * with it. */
 enum hz_rotation_free hz_rotation_freed(struct hz_class_rotation *k, uintptr_t start, uint64_t now);
 
-
 #endif /* HZ_ROTATION_H */
