@@ -370,6 +370,9 @@ void hz_recycle_free(void *p)
 		hz_blocks_release_span(&e.span);
 		return;
 	}
+	/* The decay judges the table by the ledger as it stood before this
+	 * free: the free's count can turn its class warm or cold. */
+	hz_cache_decay(c, e.idle_since, &b);
 	kept = hz_classes_free(hz_span_bytes(&e.span), e.span.range.start, hz_prim_now_ns(),
 			       c->adapt);
 	if (kept.rotation == HZ_ROT_FREE_DROP) { /* a spare goes */
@@ -378,7 +381,6 @@ void hz_recycle_free(void *p)
 		hz_prezero_release(&b);
 		return;
 	}
-	hz_cache_decay(c, e.idle_since, &b);
 	/* A cold free goes back at once while no thread would give it back
 	 * in time (hz_prezero_holds_probes); one of a class that shows reuse
 	 * is kept, and the thread starts for it (prezero_start.c). */

@@ -271,7 +271,7 @@ static unsigned put(struct hz_cache_entry e)
 {
 	struct hz_cache_batch b = { .count = 0 };
 
-	hz_classes_free(hz_span_bytes(&e.span), e.span.range.start, e.idle_since, true);
+	hz_classes_free(hz_span_bytes(&e.span), e.span.range.start, e.idle_since, cache.adapt);
 	hz_cache_add(&cache, e, &b);
 	return b.count;
 }
@@ -279,7 +279,7 @@ static unsigned put(struct hz_cache_entry e)
 static void miss(size_t granules, uint64_t now)
 {
 	struct hz_cache_batch b = { .count = 0 };
-	struct hz_class_request r = { .size = granules * G, .now = now, .adapt = true,
+	struct hz_class_request r = { .size = granules * G, .now = now, .adapt = cache.adapt,
 				      .decay_ns = cache.decay_ns };
 
 	if (hz_classes_request(&r).reuse_missed)
@@ -293,7 +293,7 @@ static void hit(unsigned i, uint64_t now)
 {
 	struct hz_cache_batch b = { .count = 0 };
 	struct hz_cache_entry e = cache.entries[i];
-	struct hz_class_request r = { .size = hz_span_bytes(&e.span), .now = now, .adapt = true,
+	struct hz_class_request r = { .size = hz_span_bytes(&e.span), .now = now, .adapt = cache.adapt,
 				      .hit = true, .idle_since = e.idle_since,
 				      .decay_ns = cache.decay_ns };
 
@@ -503,6 +503,9 @@ static void without_adapt_every_free_stays_the_decay(void **state)
 	miss(1024, 2);
 	assert_int_equal(cache.count, 1);
 	assert_int_equal(hz_stats.cache_no_reuse, 0);
+	/* The ledger counted neither: its reuse evidence is for adapt. */
+	assert_int_equal(hz_class_of(512 * G)->reuse.frees, 0);
+	assert_int_equal(hz_class_of(1024 * G)->reuse.misses, 0);
 }
 
 int main(void)

@@ -15,7 +15,7 @@
 #define MS 1000000ull
 #define DECAY (10000 * MS)
 #define SIZE (64 * MiB)
-#define PROBE_NS (1000 * MS)   /* HZ_UNREUSED_NS, classes.h */
+#define PROBE_NS (1000 * MS)   /* HZ_UNREUSED_NS, times.h */
 #define MIN_STAY_NS (250 * MS)
 #define STAY_MULT 8
 
