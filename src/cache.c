@@ -271,7 +271,7 @@ bool hz_cache_wasteful(size_t have, size_t need)
 }
 
 int hz_cache_pick(const struct hz_cache *c, size_t size, size_t align, bool want_clean,
-		  bool dirty_allowed)
+		  bool dirty_allowed, const struct hz_span *zeroing)
 {
 	int best = -1;
 
@@ -290,6 +290,9 @@ int hz_cache_pick(const struct hz_cache *c, size_t size, size_t align, bool want
 		if (e_pref != b_pref ? e_pref : hz_span_bytes(&e->span) < hz_span_bytes(&b->span))
 			best = (int)i;
 	}
+	if (zeroing && hz_cache_fits(zeroing, size, align) &&
+	    (best < 0 || (want_clean && !c->entries[best].clean)))
+		return HZ_CACHE_ZEROING;
 	return best;
 }
 

@@ -158,11 +158,17 @@ bool hz_cache_fits(const struct hz_span *s, size_t size, size_t align);
  * when it is more than 12.5% larger. */
 bool hz_cache_wasteful(size_t have, size_t need);
 
-/* The best entry for a request: one that fits, in the preferred state
+/* The best span for a request: an entry that fits, in the preferred state
  * (clean when want_clean) first, then the smallest; dirty ones only when
- * dirty_allowed. Returns its index or -1. */
+ * dirty_allowed. zeroing, when not NULL, is the span the pre-zero thread
+ * is zeroing (prezero.h): when it fits, it comes before a dirty entry for
+ * a calloc (want_clean: the thread has cleared part of it), and serves a
+ * malloc only when no entry does (waiting for the thread's unit beats
+ * faulting a fresh block in). Returns the entry's index, HZ_CACHE_ZEROING
+ * for the thread's span, or -1. */
+#define HZ_CACHE_ZEROING (-2)
 int hz_cache_pick(const struct hz_cache *c, size_t size, size_t align, bool want_clean,
-		  bool dirty_allowed);
+		  bool dirty_allowed, const struct hz_span *zeroing);
 
 /* A span wasteful for size bytes keeps the granules size needs, from its
  * start; the rest goes to *rest. Returns whether there is a rest. */

@@ -54,12 +54,8 @@
 #include "stats.h"
 #include "zero.h"
 
-/* A unit cleared slower than 1 byte/ns (1 GB/s) means the thread is
- * starved of CPU: on a free core it clears at 8-19 GB/s here, and at nice
- * 19 beside two busy threads a 32 MiB unit took 0.1-1 s, while a calloc
- * waited for it (bench/RESULTS.md, "pre-zero thread under load"). */
-#define STARVED_NS_PER_BYTE 1
-/* A starved thread stops for this long (ns), and calloc zeroes meanwhile. */
+/* A starved thread (a unit cleared slower than prezero.h's slowest rate)
+ * stops for this long (ns), and calloc zeroes meanwhile. */
 #define STARVED_PAUSE_NS HZ_NS_PER_SEC
 
 #ifdef HZ_TEST_CORE
@@ -109,23 +105,21 @@ void hz_pz_publish_bytes(void)
 
 /* ---- the thread's state, as both sides see it ---- */
 
-/* A program thread waiting for the thread spins this many times, then
- * sleeps HZ_THREAD_WAKE_NS at a time. */
-#define WAIT_SPINS 1024
-
+/* A program thread waiting for the thread spins for as long as a sleep
+ * and its wake cost (HZ_THREAD_WAKE_NS), then sleeps that long at a time:
+ * spinning longer could cost more than the sleep it saves. */
 bool hz_prezero_wait(int *word, int mask, int want, uint64_t ns)
 {
-	uint64_t deadline = hz_prim_now_ns() + ns;
-	unsigned spins = 0;
+	uint64_t start = hz_prim_now_ns(), waited;
 
 	while ((__atomic_load_n(word, __ATOMIC_ACQUIRE) & mask) != want) {
-		if (++spins <= WAIT_SPINS) {
-			hz_cpu_relax();
-			continue;
-		}
-		if (hz_prim_now_ns() > deadline)
+		waited = hz_prim_now_ns() - start;
+		if (waited > ns)
 			return false;
-		hz_prim_sleep_ns(HZ_THREAD_WAKE_NS);
+		if (waited < HZ_THREAD_WAKE_NS)
+			hz_cpu_relax();
+		else
+			hz_prim_sleep_ns(HZ_THREAD_WAKE_NS);
 	}
 	return true;
 }
@@ -196,7 +190,7 @@ void hz_pz_job_done(struct job *j, const struct hz_span *s, size_t dirty, bool r
 /* Did clearing bytes take so long (ns) that the thread is starved? */
 static bool starved(size_t bytes, uint64_t ns)
 {
-	return bytes > 0 && ns > (uint64_t)bytes * STARVED_NS_PER_BYTE;
+	return bytes > 0 && ns > hz_prezero_patience_ns(bytes);
 }
 
 /* Zero the span of job j (a copy, s) from the end down, unit by unit,

@@ -77,10 +77,10 @@ void hz_prezero_retire(void);
  * last thread ends the process (prezero_start.c). Elsewhere: nothing. */
 void hz_prezero_watch_main_thread(void);
 
-/* Inside the guard: whether the span the thread is zeroing can serve size
- * bytes aligned to align. One much larger (adjacent frees merge in the
- * table) is trimmed by its claimer, which puts the rest back. */
-bool hz_prezero_claimable(size_t size, size_t align);
+/* Inside the guard: the span the thread is zeroing, if any (true). One
+ * much larger than a request (adjacent frees merge in the table) is
+ * trimmed by its claimer, which puts the rest back. */
+bool hz_prezero_zeroing(struct hz_span *span);
 
 /* Inside the guard, which it leaves: take the span the thread is zeroing.
  * Waits, with a deadline, for the thread to stop at its next unit. Returns
@@ -120,12 +120,24 @@ void hz_prezero_fork_child(void);
 
 /* ---- between the other prezero_*.c files and prezero_share.c ---- */
 
-/* A calloc waits for a unit (or a shared chunk) at most as long as it takes
- * at 4 GB/s (0.25 ns a byte; the thread clears at 8-19 GB/s on a free
- * core), then gives up: a starved thread must not stall the program. */
-#define HZ_PREZERO_WAIT_NS_PER_4_BYTES 1
+/* The slowest the thread clears and still counts as running: 1 GB/s, 1 ns
+ * a byte. On a free core it clears at 8-19 GB/s here, and at nice 19
+ * beside two busy threads a 32 MiB unit took 0.1-1 s while a calloc waited
+ * for it (bench/RESULTS.md, "pre-zero thread under load"). A unit cleared
+ * slower means the thread is starved of CPU, and it pauses (prezero.c);
+ * whoever waits for the thread to finish a unit (a calloc claiming the span
+ * it zeroes or sharing its clear, a fresh block making room under a memory
+ * limit) waits as long at most, then goes on without it: a starved thread
+ * must not stall the program. */
+#define HZ_PREZERO_SLOWEST_NS_PER_BYTE 1
 
-/* Spin briefly, then sleep, until (*word & mask) == want (true) or ns
+/* The most a program thread waits for the thread to clear bytes. */
+static inline uint64_t hz_prezero_patience_ns(size_t bytes)
+{
+	return (uint64_t)bytes * HZ_PREZERO_SLOWEST_NS_PER_BYTE;
+}
+
+/* Spin for HZ_THREAD_WAKE_NS, then sleep, until (*word & mask) == want (true) or ns
  * passed (false). Sleeping matters: the thread runs at the lowest priority,
  * and a waiter spinning on its CPU would keep it from finishing. */
 bool hz_prezero_wait(int *word, int mask, int want, uint64_t ns);

@@ -107,11 +107,13 @@ static struct job *zeroing_job(void)
 	return hz_pz_job_in(JOB_ZEROING);
 }
 
-bool hz_prezero_claimable(size_t size, size_t align)
+bool hz_prezero_zeroing(struct hz_span *span)
 {
 	const struct job *j = zeroing_job();
 
-	return j && hz_cache_fits(&j->span, size, align);
+	if (j)
+		*span = j->span;
+	return j != NULL;
 }
 
 int hz_prezero_claim(struct hz_span *span, size_t *dirty)
@@ -126,7 +128,7 @@ int hz_prezero_claim(struct hz_span *span, size_t *dirty)
 	}
 	hz_prezero_leave();
 	if (!hz_prezero_wait(&j->state, ~0, JOB_HANDED,
-		       hz_cache_policy()->unit / 4 * HZ_PREZERO_WAIT_NS_PER_4_BYTES)) {
+			     hz_prezero_patience_ns(hz_cache_policy()->unit))) {
 		state = JOB_CLAIMED;
 		if (__atomic_compare_exchange_n(&j->state, &state, JOB_ZEROING, false,
 						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {

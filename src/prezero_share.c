@@ -139,7 +139,7 @@ static int finish_share(size_t *mine, size_t *helped)
 					    false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		;
 	if (!hz_prezero_wait(&share.state, SHARE_HELPER, 0,
-			     SHARE_CHUNK / 4 * HZ_PREZERO_WAIT_NS_PER_4_BYTES)) {
+			     hz_prezero_patience_ns(SHARE_CHUNK))) {
 		w = SHARE_CLOSED | SHARE_HELPER;
 		if (__atomic_compare_exchange_n(&share.state, &w, SHARE_LEFT | SHARE_HELPER, false,
 						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {

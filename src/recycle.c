@@ -83,30 +83,32 @@ static void put_back_rest(struct hz_span *span, size_t *dirty, size_t size,
 	hz_prezero_leave();
 }
 
-/* How a calloc served by entry i (-1: none, a fresh block) is noted. */
+/* How a calloc served by entry i (HZ_CACHE_ZEROING: the span the thread
+ * is zeroing, claimed; -1: none, a fresh block) is noted. */
 static enum hz_rotation_served served_by(const struct hz_cache *c, int i)
 {
+	if (i == HZ_CACHE_ZEROING)
+		return HZ_ROT_CLEARS;
 	if (i < 0)
 		return HZ_ROT_OTHER;
 	return c->entries[i].clean ? HZ_ROT_CLEAN : HZ_ROT_DIRTY;
 }
 
-/* Inside the guard: the request's one event for the ledger, served by
- * entry i, or by the span the thread is zeroing (claim). true: it maps
- * the spare instead, and the guard was left. */
+/* Inside the guard: the request's one event for the ledger, served as
+ * hz_cache_pick chose (i). true: it maps the spare instead, and the guard
+ * was left. */
 static bool ask_ledger(struct hz_cache *c, size_t size, bool zero, enum hz_prezero_opt mode,
-		       uint64_t now, int i, bool claim, struct hz_cache_batch *b)
+		       uint64_t now, int i, struct hz_cache_batch *b)
 {
 	struct hz_class_request r = {
 		.size = size, .now = now, .zero = zero, .adapt = c->adapt,
-		.hit = claim || i >= 0, .decay_ns = c->decay_ns,
-		.served = claim ? HZ_ROT_CLEARS : served_by(c, i),
+		.hit = i != -1, .decay_ns = c->decay_ns, .served = served_by(c, i),
 		.thread = mode == HZ_PREZERO_OPT_THREAD,
 	};
 	struct hz_class_answer a;
 
 	/* A claimed span's time since its free is the thread's to know. */
-	if (!claim && i >= 0) {
+	if (i >= 0) {
 		r.idle_since = c->entries[i].idle_since;
 		r.start = c->entries[i].span.range.start;
 	}
@@ -128,7 +130,8 @@ static int from_cache(size_t size, size_t align, bool zero, enum hz_prezero_opt 
 		      struct hz_cache_batch *b, struct hz_span *span, size_t *dirty)
 {
 	bool dirty_ok = !zero || mode != HZ_PREZERO_OPT_OFF;
-	bool may_claim = true, asked = false, claim;
+	bool may_claim = true, asked = false;
+	struct hz_span zeroing;
 	struct hz_cache *c;
 	int i;
 
@@ -140,18 +143,15 @@ static int from_cache(size_t size, size_t align, bool zero, enum hz_prezero_opt 
 			return -ENOENT;
 		now = hz_prim_now_ns();
 		hz_cache_decay(c, now, b);
-		i = hz_cache_pick(c, size, align, zero, dirty_ok);
-		/* calloc: a clean span first, else the one the thread has
-		 * partly zeroed, else a dirty one. malloc: any span of the
-		 * table, else the one being zeroed: waiting for the thread's
-		 * unit beats faulting in a fresh block (numpy's malloc after
-		 * each free missed while the thread zeroed that very block). */
-		claim = may_claim && (i < 0 || (zero && !c->entries[i].clean)) &&
-			hz_prezero_claimable(size, align);
-		if (!asked && ask_ledger(c, size, zero, mode, now, i, claim, b))
+		/* The span the thread is zeroing is a candidate too (numpy's
+		 * malloc after each free missed while the thread zeroed that
+		 * very block), until a claim of it was too slow. */
+		i = hz_cache_pick(c, size, align, zero, dirty_ok,
+				  may_claim && hz_prezero_zeroing(&zeroing) ? &zeroing : NULL);
+		if (!asked && ask_ledger(c, size, zero, mode, now, i, b))
 			return -ENOENT;
 		asked = true;
-		if (!claim)
+		if (i != HZ_CACHE_ZEROING)
 			break;
 		if (hz_prezero_claim(span, dirty) == 0) { /* leaves the guard */
 			put_back_rest(span, dirty, size, b);
@@ -182,18 +182,19 @@ static void add_resident(void *ctx, struct hz_range run, bool resident)
  * it, a program may never have written it), the cached blocks the memory
  * cgroup cannot hold beside what it will charge go first
  * (cache_policy.c): its faults must never meet a limit our cache filled. */
-/* 100 ms: the thread gives a span back within a unit's clear (a few ms on
- * a free core); a starved one may hold it longer, and the caller then goes
- * on rather than stall (the thread's own tick drops what no longer fits). */
-#define MAKE_ROOM_NS (100 * HZ_NS_PER_MS)
-
 static void make_room(size_t size, const struct hz_span *reused)
 {
 	struct hz_cache_batch b = { .count = 0 };
 	size_t excess = hz_cache_budget_excess(size, false), resident = 0;
-	uint64_t deadline = excess > 0 ? hz_prim_now_ns() + MAKE_ROOM_NS : 0;
+	uint64_t deadline = 0;
 	struct hz_cache *c;
 
+	/* The thread gives a span back within a unit's clear (a few ms on a
+	 * free core); a starved one may hold it longer, and the caller then
+	 * goes on rather than stall (the thread's own tick drops what no
+	 * longer fits). */
+	if (excess > 0)
+		deadline = hz_prim_now_ns() + hz_prezero_patience_ns(hz_cache_policy()->unit);
 	/* Tight: count what the reused span holds already (mincore). */
 	if (excess > 0 && reused != NULL &&
 	    hz_prim_residency(reused->range.start, hz_span_bytes(reused), add_resident, &resident) == 0)
@@ -202,8 +203,8 @@ static void make_room(size_t size, const struct hz_span *reused)
 	 * may hold the table or the last span. Going on would fault the block
 	 * in over a cache the cgroup cannot hold beside it, and the kernel
 	 * kills at the limit; so the caller waits for the thread instead (the
-	 * sleep gives it the CPU: it runs at idle priority), for at most
-	 * MAKE_ROOM_NS, only under a limit. */
+	 * sleep gives it the CPU: it runs at idle priority), until the
+	 * deadline, only under a limit. */
 	while (excess > 0 && hz_prim_now_ns() < deadline) {
 		size_t before, dropped;
 		struct hz_span held;

@@ -81,15 +81,36 @@ static void pick_prefers_the_wanted_state_then_the_smallest(void **state)
 	add(entry(40, 6, true, 1));
 	add(entry(60, 5, false, 1));
 	/* calloc: the smallest clean one, though a dirty one is smaller */
-	assert_int_equal(find(BASE + 40 * G), hz_cache_pick(&cache, 3 * G, 0, true, true));
+	assert_int_equal(find(BASE + 40 * G), hz_cache_pick(&cache, 3 * G, 0, true, true, NULL));
 	/* malloc: the smallest dirty one */
-	assert_int_equal(find(BASE + 20 * G), hz_cache_pick(&cache, 3 * G, 0, false, true));
+	assert_int_equal(find(BASE + 20 * G), hz_cache_pick(&cache, 3 * G, 0, false, true, NULL));
 	/* dirty ones not allowed: the smallest clean one */
-	assert_int_equal(find(BASE + 40 * G), hz_cache_pick(&cache, 3 * G, 0, false, false));
+	assert_int_equal(find(BASE + 40 * G), hz_cache_pick(&cache, 3 * G, 0, false, false, NULL));
 	/* only a clean one is big enough for 7 granules */
-	assert_int_equal(find(BASE + 0 * G), hz_cache_pick(&cache, 7 * G, 0, false, true));
-	assert_int_equal(-1, hz_cache_pick(&cache, 9 * G, 0, true, true));
+	assert_int_equal(find(BASE + 0 * G), hz_cache_pick(&cache, 7 * G, 0, false, true, NULL));
+	assert_int_equal(-1, hz_cache_pick(&cache, 9 * G, 0, true, true, NULL));
 	assert_accounted();
+}
+
+/* The span the pre-zero thread is zeroing: a calloc takes it before a
+ * dirty entry, not before a clean one; a malloc only when no entry fits. */
+static void pick_weighs_the_span_being_zeroed(void **state)
+{
+	struct hz_span zeroing = entry(80, 4, false, 1).span;
+
+	(void)state;
+	add(entry(20, 4, false, 1));
+	assert_int_equal(HZ_CACHE_ZEROING, hz_cache_pick(&cache, 3 * G, 0, true, true, &zeroing));
+	assert_int_equal(find(BASE + 20 * G), hz_cache_pick(&cache, 3 * G, 0, false, true, &zeroing));
+	/* too small for the request, or not aligned: never */
+	assert_int_equal(find(BASE + 20 * G), hz_cache_pick(&cache, 3 * G, 0, true, true,
+							     &(struct hz_span){ hz_range_make(BASE + 80 * G, 2 * G),
+										HZ_BACKING_THP }));
+	assert_int_equal(-1, hz_cache_pick(&cache, 3 * G, 32 * G, false, true, &zeroing));
+	add(entry(40, 4, true, 1));
+	assert_int_equal(find(BASE + 40 * G), hz_cache_pick(&cache, 3 * G, 0, true, true, &zeroing));
+	/* a malloc too large for every entry takes it */
+	assert_int_equal(HZ_CACHE_ZEROING, hz_cache_pick(&cache, 3 * G, 16 * G, false, true, &zeroing));
 }
 
 static void pick_needs_the_size_in_whole_pages_and_the_alignment(void **state)
@@ -98,8 +119,8 @@ static void pick_needs_the_size_in_whole_pages_and_the_alignment(void **state)
 	add(entry(1, 2, false, 1)); /* starts 2 MiB past a 4 MiB boundary */
 	add(entry(8, 2, false, 1)); /* 16 MiB: 4 MiB aligned */
 	/* a byte over two granules needs three: neither fits */
-	assert_int_equal(-1, hz_cache_pick(&cache, 2 * G + 1, 0, false, true));
-	assert_int_equal(find(BASE + 8 * G), hz_cache_pick(&cache, 2 * G, 4 * G, false, true));
+	assert_int_equal(-1, hz_cache_pick(&cache, 2 * G + 1, 0, false, true, NULL));
+	assert_int_equal(find(BASE + 8 * G), hz_cache_pick(&cache, 2 * G, 4 * G, false, true, NULL));
 	/* 1 GiB pages: a request rounds up to whole 1 GiB pages */
 	assert_int_equal(hz_cache_granules_for(G + 1, HZ_BACKING_HUGETLB1G), HZ_SZ_1G / G);
 	assert_int_equal(hz_cache_granules_for(G + 1, HZ_BACKING_THP), 2);
@@ -512,6 +533,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(pick_prefers_the_wanted_state_then_the_smallest, fresh),
+		cmocka_unit_test_setup(pick_weighs_the_span_being_zeroed, fresh),
 		cmocka_unit_test_setup(pick_needs_the_size_in_whole_pages_and_the_alignment, fresh),
 		cmocka_unit_test_setup(take_splits_off_only_a_wasteful_remainder, fresh),
 		cmocka_unit_test_setup(add_merges_neighbours_of_one_backing_and_state, fresh),
