@@ -54,9 +54,6 @@
 #include "stats.h"
 #include "zero.h"
 
-/* A starved thread (a unit cleared slower than prezero.h's slowest rate)
- * stops for this long (ns), and calloc zeroes meanwhile. */
-#define STARVED_PAUSE_NS HZ_NS_PER_SEC
 
 #ifdef HZ_TEST_CORE
 void (*hz_prezero_test_hook)(enum hz_prezero_point point);
@@ -82,7 +79,9 @@ int pz_thread_failed;
 int pz_thread_retired;
 int pz_stop, pz_tid, pz_exited;
 int pz_wake_seq, pz_sleeping;
-uint64_t pz_paused_until; /* until when (ns) a starved thread rests */
+/* Until when (ns) a starved thread (a unit cleared slower than prezero.h's
+ * slowest rate) rests, HZ_THREAD_STUCK_NS, while calloc zeroes. */
+uint64_t pz_paused_until;
 /* When the table's first stay ends (ns), as of the thread's last turn. */
 static uint64_t pz_next_decay = UINT64_MAX;
 
@@ -217,7 +216,7 @@ static size_t zero_span(struct job *j, struct hz_span *s, enum hz_zero_method m)
 		w = hz_zero_with(s->range.start + top, unit, 0, m, how);
 		written += w;
 		if (top > 0 && starved(w, hz_prim_now_ns() - u0)) {
-			__atomic_store_n(&pz_paused_until, hz_prim_now_ns() + STARVED_PAUSE_NS,
+			__atomic_store_n(&pz_paused_until, hz_prim_now_ns() + HZ_THREAD_STUCK_NS,
 					 __ATOMIC_RELAXED);
 			hz_stats_add(prezero_starved, 1);
 			break;

@@ -32,11 +32,14 @@
  * kernel may take it. */
 #define HZ_UNREUSED_NS (4 * HZ_STAY_TICK_NS)
 
-/* 1 s: the longest a program thread waits on the pre-zero thread, for it
- * to leave its loop (prezero_start.c) or a collapse of a range being
- * unmapped (promote.c). Both take it microseconds to milliseconds; the
- * waiter sleeps, so even at idle priority it gets the CPU. Only a thread
- * that cannot run at all (stopped by a debugger) takes this long. */
+/* 1 s: long against anything the pre-zero thread does (microseconds to
+ * milliseconds), short against a program's life. The longest a program
+ * thread waits on the thread, for it to leave its loop (prezero_start.c)
+ * or a collapse of a range being unmapped (promote.c): the waiter sleeps,
+ * so even at idle priority the thread gets the CPU, and only a thread that
+ * cannot run at all (stopped by a debugger) takes this long. And how long
+ * a thread starved of CPU rests (prezero.c) before it tries again, while
+ * calloc zeroes. */
 #define HZ_THREAD_STUCK_NS 1000000000ull
 
 #endif /* HZ_TIMES_H */
