@@ -54,7 +54,6 @@
 #include "stats.h"
 #include "zero.h"
 
-
 #ifdef HZ_TEST_CORE
 void (*hz_prezero_test_hook)(enum hz_prezero_point point);
 #endif

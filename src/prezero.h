@@ -137,9 +137,10 @@ static inline uint64_t hz_prezero_patience_ns(size_t bytes)
 	return (uint64_t)bytes * HZ_PREZERO_SLOWEST_NS_PER_BYTE;
 }
 
-/* Spin for HZ_THREAD_WAKE_NS, then sleep, until (*word & mask) == want (true) or ns
- * passed (false). Sleeping matters: the thread runs at the lowest priority,
- * and a waiter spinning on its CPU would keep it from finishing. */
+/* Spin for HZ_THREAD_WAKE_NS, then sleep, until (*word & mask) == want
+ * (true) or ns passed (false). Sleeping matters: the thread runs at the
+ * lowest priority, and a waiter spinning on its CPU would keep it from
+ * finishing. */
 bool hz_prezero_wait(int *word, int mask, int want, uint64_t ns);
 
 /* Whether the thread runs and is not resting, starved: worth sharing with. */
