@@ -23,11 +23,13 @@
  * What the hooks do (see the README for the reasons):
  *  - alloc: page-granular extents carved from huge-page-backed regions of at
  *    least 64 MiB (hugetlb when the pool has pages, else THP, else 4 KiB), so
- *    odd sizes such as 2.5 MiB still sit in huge pages. Every extent returned
- *    reads zero (*zero is set), unless HUGEZERO_PREZERO=off and it was not
- *    asked for. Alignment up to 1 GiB and new_addr are honoured.
+ *    odd sizes such as 2.5 MiB still sit in huge pages. An extent asked
+ *    for zeroed (*zero true on entry) reads zero; one that was not reads
+ *    zero when no page of it was written since it was last freed, and *zero
+ *    says which. Alignment up to 1 GiB and new_addr are honoured.
  *  - dalloc: any sub-range goes back to hugezero's cache as dirty; it is
- *    zeroed when handed out again, paying only for pages that are resident.
+ *    zeroed when handed out again for a zeroed request, paying only for
+ *    pages that are resident.
  *  - purge_forced / decommit: the range reads zero afterwards (whole aligned
  *    transparent huge pages are dropped, partial ones and hugetlb pages are
  *    cleared). purge_lazy: MADV_FREE on whole huge pages, else opt out.

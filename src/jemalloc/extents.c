@@ -19,8 +19,13 @@
  *  - A region left empty by destroy, or whose arena holds nothing any more,
  *    is unmapped at once: arena.<i>.destroy ends by freeing the arena's
  *    metadata, which jemalloc allocated through these hooks.
- *  - Everything handed out reads zero (HUGEZERO_PREZERO=off: only when
- *    jemalloc asks); HUGEZERO_ZERO_ON_FREE=1 zeroes extents when freed.
+ *  - What jemalloc asks to read zero does: the dirty pages an extent
+ *    covers are zeroed as it is handed out. Otherwise they are handed out
+ *    as they are (*zeroed false), as jemalloc alone reuses its own dirty
+ *    pages: no thread zeroes ahead for the hooks, so that clear was on the
+ *    program's path, and a value it mallocs and fills was written twice
+ *    (bench/RESULTS.md, "Zeroing at hand-out"). HUGEZERO_ZERO_ON_FREE=1
+ *    zeroes extents when freed.
  *
  * Lazy regions (the preload's, hz_extents_watch_with): the watch on an
  * extent starts once it is handed out and zeroed, and ends, with its
@@ -348,7 +353,6 @@ int hz_extents_alloc(unsigned arena, uintptr_t want, size_t size, size_t align,
 		return -EINVAL;
 	if (align < HZ_SZ_4K)
 		align = HZ_SZ_4K;
-	must_zero = must_zero || hz_cache_policy()->prezero != HZ_PREZERO_OPT_OFF;
 	hz_lock(&lock);
 	if (want) {
 		r = claim_at(arena, want, size / HZ_SZ_4K, align, &first);

@@ -77,7 +77,7 @@ static int child_checks(void)
 	/* purge_forced and decommit on part of a huge page (the hooks
 	 * directly, on a range jemalloc does not use): the neighbours in the
 	 * same huge pages keep their bytes. */
-	bool zero = false, commit = true;
+	bool zero = true, commit = true; /* asked for zeroed: it reads zero */
 
 	z = h->alloc(h, NULL, 6 * MiB, 2 * MiB, &zero, &commit, ind);
 	CHECK(z != NULL && zero, 30);

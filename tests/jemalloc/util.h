@@ -68,11 +68,6 @@ static inline bool frees_stay_dirty(void)
 	       !(decay != NULL && strcmp(decay, "0") == 0);
 }
 
-/* alloc zeroes dirty pages itself (HUGEZERO_PREZERO is not off). */
-static inline bool alloc_always_zeroes(void)
-{
-	return !option_set("HUGEZERO_PREZERO") || strcmp(getenv("HUGEZERO_PREZERO"), "off") != 0;
-}
 
 /* Huge pages are allowed (HUGEZERO_BACKING is not none). */
 static inline bool huge_pages_allowed(void)
