@@ -49,7 +49,7 @@ struct extent {
 static void alloc(struct ctx *c, int line, struct extent *e, size_t size, size_t align,
 		  unsigned char fill)
 {
-	bool zero = false, commit = true;
+	bool zero = true, commit = true; /* asked for zeroed: it must read zero */
 	int saved = errno = EDOM;
 
 	e->p = c->h->alloc(c->h, NULL, size, align, &zero, &commit, ARENA);
@@ -64,7 +64,7 @@ static void alloc(struct ctx *c, int line, struct extent *e, size_t size, size_t
 	}
 	if (!commit || (uintptr_t)e->p % align != 0)
 		wrong(c, line, "extent not committed or misaligned", e->p);
-	/* HUGEZERO_PREZERO is on: every extent handed out reads zero. */
+	/* Asked for zeroed memory: the extent reads zero, and says so. */
 	if (!zero)
 		wrong(c, line, "extent not marked zero", e->p);
 	else if (!all(e->p, size, 0))
