@@ -443,21 +443,15 @@ static size_t drop_held(void)
 	return dropped;
 }
 
-/* Rounds of hz_recycle_trim: a span the thread finished just as it was
- * claimed is back in the table for the next round; more rounds than that
- * would chase a program that frees meanwhile. */
-#define TRIM_ROUNDS 4
-
+/* The table, the thread's span, then the table again: a span the thread
+ * finished just as it was claimed is back in the table by then. A loop
+ * until nothing is left would chase a program that frees meanwhile. */
 size_t hz_recycle_trim(void)
 {
-	size_t dropped = 0, round_dropped = 1;
+	size_t dropped = hz_recycle_drop();
 
-	for (int round = 0; round < TRIM_ROUNDS && round_dropped > 0; round++) {
-		round_dropped = hz_recycle_drop();
-		round_dropped += drop_held();
-		dropped += round_dropped;
-	}
-	return dropped;
+	dropped += drop_held();
+	return dropped + hz_recycle_drop();
 }
 
 void hz_recycle_fork_prepare(void)
