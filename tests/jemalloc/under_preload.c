@@ -266,11 +266,51 @@ static void cycled_values_of_varying_sizes_cost_about_their_peak(void **state)
 		free(v[k]);
 }
 
+/* The hooks hand an extent out dirty unless jemalloc asks for it zeroed
+ * (jemalloc/extents.h): a calloc after values were written and freed, of
+ * the same sizes on both arenas (below and at opt.oversize_threshold),
+ * reads zero, and so does a malloc'd value grown by realloc where a
+ * freed one was. */
+static void callocs_over_freed_written_values_read_zero(void **state)
+{
+	static const size_t sizes[] = { 3 * MiB, 5 * MiB + 12 * KiB, 8 * MiB, 12 * MiB + 4 * KiB };
+
+	(void)state;
+	for (int round = 0; round < 8; round++)
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			size_t n = sizes[i];
+			char *v = malloc(n), *z;
+
+			assert_non_null(v);
+			assert_true(hooked(v));
+			memset(v, 0xa5, n);
+			free(v);
+			z = calloc(1, n);
+			assert_non_null(z);
+			assert_true(hooked(z));
+			assert_true(all_bytes(z, n, 0));
+			memset(z, 0x5a, n);
+			free(z);
+			v = malloc(n / 2);
+			assert_non_null(v);
+			memset(v, 0x3c, n / 2);
+			z = realloc(v, n + n / 2);
+			assert_non_null(z);
+			assert_true(all_bytes(z, n / 2, 0x3c));
+			free(z);
+			z = calloc(n / MiB, MiB);
+			assert_non_null(z);
+			assert_true(all_bytes(z, (n / MiB) * MiB, 0));
+			free(z);
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(barely_touched_large_values_stay_on_small_pages),
 		cmocka_unit_test(cycled_values_of_varying_sizes_cost_about_their_peak),
+		cmocka_unit_test(callocs_over_freed_written_values_read_zero),
 		cmocka_unit_test(hooked_pointers_survive_the_preloads_free_and_realloc),
 		cmocka_unit_test(large_requests_come_from_the_hooks_on_every_thread_and_after_fork),
 	};
