@@ -28,8 +28,8 @@
  *    zeroes extents when freed.
  *
  * Lazy regions (the preload's, hz_extents_watch_with): the watch on an
- * extent starts once it is handed out and zeroed, and ends, with its
- * advice, before its pages are ours again. */
+ * extent starts once it is handed out (and zeroed, if asked), and ends,
+ * with its advice, before its pages are ours again. */
 #include "extents.h"
 
 #include <errno.h>

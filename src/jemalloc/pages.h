@@ -36,10 +36,10 @@ int hz_pages_free_lazily(enum hz_backing b, uintptr_t start, size_t len);
 /* The runs of [start, start + len) that may hold data, into *data: on 4
  * KiB or transparent huge pages, its resident (or swapped) pages, when
  * PAGEMAP_SCAN tells them apart (the rest reads zero: nothing touched it);
- * else all of it. Only they need zeroing when handed out again and are
- * charged as the cache's memory, so an extent the program used sparsely
- * costs the cache what it holds. Past HZ_REGION_RUNS runs, the last one
- * covers the rest. */
+ * else all of it. Only they need zeroing when handed out again for a
+ * zeroed request, and they are charged as the cache's memory, so an
+ * extent the program used sparsely costs the cache what it holds. Past
+ * HZ_REGION_RUNS runs, the last one covers the rest. */
 void hz_pages_data(enum hz_backing b, uintptr_t start, size_t len, struct hz_region_runs *data);
 
 #endif /* HZ_JEMALLOC_PAGES_H */
