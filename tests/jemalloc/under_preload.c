@@ -267,10 +267,10 @@ static void cycled_values_of_varying_sizes_cost_about_their_peak(void **state)
 }
 
 /* The hooks hand an extent out dirty unless jemalloc asks for it zeroed
- * (jemalloc/extents.h): a calloc after values were written and freed, of
- * the same sizes on both arenas (below and at opt.oversize_threshold),
- * reads zero, and so does a malloc'd value grown by realloc where a
- * freed one was. */
+ * (src/jemalloc/extents.c): a calloc after values were written and freed,
+ * of the same sizes on both arenas (below and at opt.oversize_threshold),
+ * reads zero; a value grown by realloc over such pages keeps its bytes,
+ * and the calloc after it reads zero again. */
 static void callocs_over_freed_written_values_read_zero(void **state)
 {
 	static const size_t sizes[] = { 3 * MiB, 5 * MiB + 12 * KiB, 8 * MiB, 12 * MiB + 4 * KiB };
