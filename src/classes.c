@@ -194,8 +194,9 @@ struct hz_class_answer hz_classes_request(const struct hz_class_request *r)
 		a.reuse_missed = hz_class_missed(r->size, r->now, r->decay_ns);
 	if (r->zero) {
 		hz_classes_calloc_seen(r->size);
+		/* A spare is a block more: a guess, so at most HZ_GUESS_MAX. */
 		a.map_spare = hz_rotation_calloc(&hz_class_of(r->size)->rotation, r->now, r->served,
-						 r->start, r->thread);
+						 r->start, r->thread && r->size <= HZ_GUESS_MAX);
 	}
 	return a;
 }

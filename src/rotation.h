@@ -6,7 +6,8 @@
  * (a spare), each calloc gets the one the pre-zero thread cleared while the
  * program wrote the other. The spare costs a block of memory and a fresh
  * block's faults, and the thread's stores share the memory with the
- * program's, so it does not always win. A class is therefore tried:
+ * program's, so it does not always win. Only classes of blocks up to
+ * HZ_GUESS_MAX get one (the ledger's rule, classes.h), and each is tried:
  * after callocs in a row that had to clear (32 before the first trial, 8
  * before a later one), the next maps a spare, and the time from one
  * calloc of the class to the next (a median of 8) with the spare, against

@@ -1,7 +1,7 @@
 /* The size-class ledger (src/classes.h) on a clock of the test's own: when
  * a class turns warm and how long its blocks stay, a miss that a block let
- * go would have served, the spare beyond a class's cycle, and the page-size
- * evidence. */
+ * go would have served, the spare beyond a class's cycle, the page-size
+ * evidence, and which classes may try the rotation's spare. */
 #include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -154,6 +154,32 @@ static void the_clean_target_is_eight_of_the_largest_calloc_and_fades_when_met(v
 	assert_true(hz_classes_clean_target() < SIZE / 1000);
 }
 
+/* The calloc (1-based) of a run of bytes' class, each taking over the clear
+ * 3 ms after the last, at which the ledger maps a spare; 0: none in n. */
+static int spare_at(size_t bytes, int n)
+{
+	for (int i = 1; i <= n; i++) {
+		struct hz_class_request r = { .size = bytes, .now = now_ns, .zero = true,
+					      .decay_ns = DECAY, .served = HZ_ROT_CLEARS,
+					      .thread = true };
+
+		now_ns += 3 * MS;
+		if (hz_classes_request(&r).map_spare)
+			return i;
+	}
+	return 0;
+}
+
+static void a_spare_is_a_guess_tried_only_up_to_64_mib(void **state)
+{
+	(void)state;
+	/* After 32 callocs in a row that clear (rotation.c, FIRST_RUN), the
+	 * first of which has no period yet. */
+	assert_int_equal(spare_at(SIZE, 100), 34);
+	assert_int_equal(spare_at(2 * SIZE, 100), 0);
+	assert_int_equal(spare_at(HZ_GUESS_MAX + 4096, 100), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -168,6 +194,7 @@ int main(void)
 		cmocka_unit_test_setup(forgetting_reuse_keeps_the_page_size_evidence, reset),
 		cmocka_unit_test_setup(
 			the_clean_target_is_eight_of_the_largest_calloc_and_fades_when_met, reset),
+		cmocka_unit_test_setup(a_spare_is_a_guess_tried_only_up_to_64_mib, reset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
