@@ -14,7 +14,6 @@
 #include "stats.h"
 #include "times.h"
 
-/* Periods in each sample. */
 /* Periods in each sample, and callocs in a row that had to clear before a
  * trial: a loop that has cleared a sample's worth of times is likely to run
  * on. Waiting 32 before a class's first trial (as before 2026-12-06) made

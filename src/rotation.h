@@ -8,10 +8,10 @@
  * block's faults, and the thread's stores share the memory with the
  * program's, so it does not always win. Only classes of blocks up to
  * HZ_GUESS_MAX get one (the ledger's rule, classes.h), and each is tried:
- * after 8 callocs in a row that had to clear, the next maps a spare, and the time from one
- * calloc of the class to the next (a median of 8) with the spare, against
- * that before it, decides whether the spare stays (rotation.c says by how
- * much). A lost trial gives the spare back at the class's next free; a won
+ * after 8 callocs in a row that had to clear, the next maps a spare, and
+ * the time from one calloc of the class to the next (a median of 8) with
+ * the spare, against that before it, decides whether the spare stays
+ * (rotation.c says by how much). A lost trial gives the spare back at the class's next free; a won
  * one is checked again, without the spare, after twice as many callocs
  * each time. Only callocs are timed. The ledger's events make the calls
  * here (classes.h: hz_classes_request, hz_classes_free), one per calloc

@@ -110,8 +110,7 @@ static void a_broken_run_and_other_classes_start_no_trial(void **state)
 
 	(void)state;
 	for (int i = 0; i < 3 * RUN; i++)
-		assert_false(calloc_after(5, i % RUN == RUN - 1 ? HZ_ROT_OTHER
-									     : HZ_ROT_CLEARS));
+		assert_false(calloc_after(5, i % RUN == RUN - 1 ? HZ_ROT_OTHER : HZ_ROT_CLEARS));
 	for (int i = 0; i < RUN; i++)
 		assert_false(calloc_after(5, HZ_ROT_CLEARS));
 	/* A class of its own: 8 MiB's has seen nothing. */
