@@ -14,14 +14,14 @@
 #include "stats.h"
 #include "times.h"
 
-/* Periods in each sample, and callocs in a row that had to clear before a
- * trial: a loop that has cleared a sample's worth of times is likely to run
- * on. Waiting 32 before a class's first trial (as before 2026-12-06) made
- * calloc + write-all loops of 32 and 64 MiB blocks over 16-60 cycles
- * 1.11-1.25x slower; a loop of 12 cycles, too short to repay a spare, is
- * 0.90x as fast now (bench/RESULTS.md, "A first trial after 8 callocs that
- * clear"). */
+/* Periods in each sample. */
 #define RUN HZ_ROTATION_RUN
+/* Callocs in a row that had to clear before a class's first trial. A
+ * spare costs what a fresh block costs to fault in, 20-35 clears of it
+ * here (fresh memory faults at about 1.3 GB/s on this VM, kept memory
+ * clears at 25-50 GB/s): a loop that has cleared 32 times is likely to
+ * run as long again, which repays it. Later trials wait RUN. */
+#define FIRST_RUN 32
 /* The spare stays when its median period is below this share of the one
  * without it, in percent: 5% pays a fresh block's faults back within a few
  * hundred cycles, and below it the two medians are within noise. */
@@ -70,18 +70,14 @@ static void enter(struct hz_class_rotation *k, enum state s)
 	k->cycles = 0;
 }
 
-/* A calloc that would clear: whether its class starts a trial with it. Not
- * while its callocs come at once after their frees: the thread is left
- * asleep then (hz_rotation_freed), and a spare would not be cleared in
- * time either. A first-byte cycle, whose clears are short, is such a
- * class: with a trial after its first 8 callocs it ran 2.6x slower, as the
- * trial's first periods made the spare look faster. */
+/* A calloc that would clear: whether its class starts a trial with it. */
 static bool wants_spare(struct hz_class_rotation *k)
 {
-	if (k->state != WATCHING || k->n < RUN || k->run < RUN || k->at_once >= RUN ||
+	if (k->state != WATCHING || k->n < RUN || k->run < (k->tried ? RUN : FIRST_RUN) ||
 	    k->cycles < k->retry)
 		return false;
 	k->without = median(k->sample, RUN);
+	k->tried = true;
 	enter(k, TRIAL);
 	k->skip = true;
 	hz_stats_add(rotation_trials, 1);

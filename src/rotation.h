@@ -8,10 +8,11 @@
  * block's faults, and the thread's stores share the memory with the
  * program's, so it does not always win. Only classes of blocks up to
  * HZ_GUESS_MAX get one (the ledger's rule, classes.h), and each is tried:
- * after 8 callocs in a row that had to clear, the next maps a spare, and
- * the time from one calloc of the class to the next (a median of 8) with
- * the spare, against that before it, decides whether the spare stays
- * (rotation.c says by how much). A lost trial gives the spare back at the class's next free; a won
+ * after callocs in a row that had to clear (32 before the first trial, 8
+ * before a later one), the next maps a spare, and the time from one
+ * calloc of the class to the next (a median of 8) with the spare, against
+ * that before it, decides whether the spare stays (rotation.c says by how
+ * much). A lost trial gives the spare back at the class's next free; a won
  * one is checked again, without the spare, after twice as many callocs
  * each time. Only callocs are timed. The ledger's events make the calls
  * here (classes.h: hz_classes_request, hz_classes_free), one per calloc
@@ -39,6 +40,7 @@ struct hz_class_rotation {
 	uint32_t sample[HZ_ROTATION_RUN]; /* periods, microseconds */
 	uint8_t state;        /* rotation.c's enum */
 	uint8_t n;            /* periods in sample */
+	bool tried;           /* a trial was made */
 	bool skip;            /* the next period holds the spare's first faults */
 };
 
