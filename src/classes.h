@@ -41,9 +41,9 @@
  * their class's evidence only up to this size (preload/mmap.c): a larger
  * one used sparsely would cost more on a wrong guess. So does the
  * rotation's spare (rotation.h), a block more on trial: at 128 and 256 MiB
- * its fresh faults cost more than it saved, and calloc + write-all cycles
- * ran 1.13-1.44x faster without it (bench/RESULTS.md, "The rotation's
- * spare up to 64 MiB"). */
+ * its fresh faults cost more than it saved: calloc + write-all cycles of
+ * 128-512 MiB ran up to 1.44x faster without it, and never measurably
+ * slower (bench/RESULTS.md, "The rotation's spare up to 64 MiB"). */
 #define HZ_GUESS_MAX ((size_t)64 << 20)
 
 /* Reuse of a class's blocks. Counts are halved as they grow, so they weigh
