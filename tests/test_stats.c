@@ -38,6 +38,7 @@ static void fill(void)
 	s.takeovers_abandoned = 1, s.cache_passed_by = 2, s.assisted_bytes = 32 << 20;
 	s.lock_waits = 8, s.lock_wait_ns = 2500000;
 	s.thp_demoted = 2, s.thp_promoted = 9, s.mmaps_aligned = 11, s.mmap_bytes = 44 << 20;
+	s.mmap_pieces = 300;
 	s.promote_tracked = 13, s.promote_collapsed_bytes = 64 << 20, s.promote_ns = 32000000;
 	s.promote_failed = 2, s.promote_share_waits = 5, s.promote_left_4k = 3;
 	s.thp_up_front = 1, s.promote_advised_bytes = 6 << 20;
@@ -133,7 +134,7 @@ static void text_report_is_the_format_scripts_read(void **state)
 	"hugezero:   page size      2 blocks moved to 4 KiB pages after sparse use, 9 to THP after dense reuse\n"
 	"hugezero:   lazy huge pages 13 ranges watched, 64.0 MiB collapsed at 2.1 GB/s, 2 collapses failed, 5 ticks waited for CPU share, 3 ranges left on 4 KiB pages, 1 blocks THP at once, 6.0 MiB advised THP at first dense writes\n"
 	"hugezero:   realloc         5 moved by mremap, 6 in place, 7 copied\n"
-	"hugezero:   mmap            11 aligned for THP (44.0 MiB)\n"
+	"hugezero:   mmap            11 aligned for THP (44.0 MiB), 300 small ones in shared windows\n"
 	"hugezero:   exec text       mode off: 12 segments, 24.0 MiB; advised 20.0 MiB, left unaligned 0.1 MiB, prewarmed 10.0 MiB in 4.6 ms, collapsed 2.0 MiB, remapped 6.0 MiB in 12.3 ms (2 left in place), perf map 456 lines\n";
 	size_t n;
 
@@ -159,7 +160,7 @@ static void json_report_has_every_key(void **state)
 	" \"thp_demoted\": 2, \"thp_promoted\": 9,\n"
 	" \"promote_tracked\": 13, \"promote_collapsed_bytes\": 67108864, \"promote_ns\": 32000000, \"promote_failed\": 2, \"promote_share_waits\": 5, \"promote_left_4k\": 3, \"thp_up_front\": 1, \"promote_advised_bytes\": 6291456,\n"
 	" \"realloc_moved\": 5, \"realloc_in_place\": 6, \"realloc_copied\": 7,\n"
-	" \"mmaps_aligned\": 11, \"mmap_bytes\": 46137344,\n"
+	" \"mmaps_aligned\": 11, \"mmap_bytes\": 46137344, \"mmap_pieces\": 300,\n"
 	" \"exec\": {\"mode\": \"off\", \"segments\": 12, \"text_bytes\": 25165824, \"advised_bytes\": 20971520, \"unaligned_bytes\": 65536, \"prewarmed_bytes\": 10485760, \"prewarm_ns\": 4567890, \"collapsed_bytes\": 2097152, \"remapped_bytes\": 6291456, \"remap_ns\": 12345678, \"remap_skipped\": 2, \"dlopens\": 3, \"perfmap_lines\": 456},\n"
 	" \"jemalloc\": {\"extents\": 0, \"extent_bytes\": 0, \"growth_refused\": 0, \"alloc_failed\": 0, \"returned_bytes\": 0, \"purged_bytes\": 0}}\n";
 

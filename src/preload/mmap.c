@@ -30,6 +30,7 @@
 #include "../sizes.h"
 #include "../stats.h"
 #include "foreign.h"
+#include "pieces.h"
 #include "preload.h"
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -45,7 +46,7 @@
  * MAP_32BIT's window is 1 GiB (the kernel's 0x40000000-0x80000000 on
  * x86_64), and rounding each 3 MiB JIT buffer to 4 MiB there fits a
  * quarter fewer of them (256 instead of 341). */
-static int wants_alignment(void *addr, size_t len, int prot, int flags)
+static int plain_request(void *addr, int prot, int flags)
 {
 	const int special = MAP_FIXED | MAP_FIXED_NOREPLACE | MAP_GROWSDOWN |
 			    MAP_HUGETLB | MAP_STACK | MAP_32BIT;
@@ -53,10 +54,24 @@ static int wants_alignment(void *addr, size_t len, int prot, int flags)
 	return addr == NULL && (flags & MAP_ANONYMOUS) &&
 	       (flags & MAP_TYPE) == MAP_PRIVATE && !(flags & special) &&
 	       (prot & PROT_WRITE) &&
-	       len >= __atomic_load_n(&hz_config_threshold, __ATOMIC_RELAXED) &&
-	       len <= SIZE_MAX - 2 * HZ_SZ_2M &&
 	       __atomic_load_n(&hz_preload_active, __ATOMIC_RELAXED) && !hz_preload_forking &&
 	       hz_config()->mmap;
+}
+
+static int wants_alignment(void *addr, size_t len, int prot, int flags)
+{
+	return len >= __atomic_load_n(&hz_config_threshold, __ATOMIC_RELAXED) &&
+	       len <= SIZE_MAX - 2 * HZ_SZ_2M && plain_request(addr, prot, flags);
+}
+
+/* A piece (pieces.h): exactly read-write, private and anonymous, so that
+ * the pieces of one window share its protection and flags. */
+static int wants_piece(void *addr, size_t len, int prot, int flags)
+{
+	return hz_pieces_size(len) && prot == (PROT_READ | PROT_WRITE) &&
+	       flags == (MAP_PRIVATE | MAP_ANONYMOUS) && hz_config()->lazy_thp &&
+	       len < __atomic_load_n(&hz_config_threshold, __ATOMIC_RELAXED) &&
+	       hz_promote_enabled() && plain_request(addr, prot, flags);
 }
 
 /* ---- evidence: a class's last lazy mmap, judged at its next ----
@@ -148,9 +163,18 @@ HZ_PRIVATE_API void *hz_preload_mmap(void *addr, size_t len, int prot, int flags
 			return p;
 		errno = saved; /* try the plain request below */
 	}
+	if (wants_piece(addr, len, prot, flags)) {
+		int saved = errno;
+		void *p = hz_pieces_map(len);
+
+		if (p)
+			return p;
+		errno = saved;
+	}
 	if (flags & MAP_FIXED) {
 		hz_foreign_changed(addr, len); /* over a block: foreign.h */
 		hz_promote_forget((uintptr_t)addr, len);
+		hz_pieces_forget(addr, len);
 	}
 	return hz_next.next_mmap(addr, len, prot, flags, fd, off);
 }
@@ -198,6 +222,7 @@ HZ_PRIVATE_API int hz_preload_munmap(void *addr, size_t len)
 		return -1;
 	}
 	hz_promote_forget((uintptr_t)addr, len);
+	hz_pieces_forget(addr, len);
 	return hz_next.next_munmap(addr, len);
 }
 
@@ -220,7 +245,10 @@ HZ_PRIVATE_API void *hz_preload_mremap(void *old, size_t old_len, size_t new_len
 		return MAP_FAILED;
 	}
 	hz_promote_forget((uintptr_t)old, old_len);
-	if (flags & MREMAP_FIXED)
+	hz_pieces_forget(old, old_len);
+	if (flags & MREMAP_FIXED) {
 		hz_promote_forget((uintptr_t)new_addr, new_len);
+		hz_pieces_forget(new_addr, new_len);
+	}
 	return hz_next.next_mremap(old, old_len, new_len, flags, new_addr);
 }
