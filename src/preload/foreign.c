@@ -56,6 +56,7 @@
 #include "../recycle.h"
 #include "../sizes.h"
 #include "heap.h"
+#include "pieces.h"
 #include "preload.h"
 
 #ifndef MADV_COLD
@@ -82,8 +83,10 @@ static bool active(void)
 
 HZ_PRIVATE_API void hz_foreign_changed(const void *addr, size_t len)
 {
-	if (active())
-		hz_blocks_mark_foreign((uintptr_t)addr, len);
+	if (!active())
+		return;
+	hz_blocks_mark_foreign((uintptr_t)addr, len);
+	hz_pieces_forget(addr, len); /* a window's rest there is not handed out */
 }
 
 /* Advice that leaves the mapping as hugezero makes it: it drops, fetches
@@ -147,6 +150,8 @@ HZ_PRIVATE_API void hz_foreign_lock_all_begin(int flags)
 		hz_heap_end();
 	if (!active() || !(flags & (MCL_CURRENT | MCL_FUTURE)))
 		return;
+	/* Locked, a window's rest would be locked memory nobody asked for. */
+	hz_pieces_forget(NULL, SIZE_MAX);
 	if (flags & MCL_FUTURE)
 		hz_blocks_all_foreign(true);
 	if (flags & MCL_CURRENT)
@@ -162,6 +167,11 @@ HZ_PRIVATE_API void hz_foreign_lock_all_end(int flags, int result)
 	if (result == 0)
 		__atomic_store_n(&future_locked, (flags & MCL_FUTURE) != 0, __ATOMIC_RELAXED);
 	hz_blocks_all_foreign(__atomic_load_n(&future_locked, __ATOMIC_RELAXED));
+}
+
+bool hz_foreign_future_locked(void)
+{
+	return __atomic_load_n(&future_locked, __ATOMIC_RELAXED);
 }
 
 HZ_PRIVATE_API void hz_foreign_unlock_all_end(int result)

@@ -49,6 +49,9 @@ HZ_PRIVATE_API void hz_foreign_ioctl_end(unsigned long request, const void *arg,
  * block's start, or more than one block), or the reset's error. */
 int hz_foreign_unmap(void *addr, size_t len);
 
+/* Whether mlockall(MCL_FUTURE) is in force: every new mapping is locked. */
+bool hz_foreign_future_locked(void);
+
 /* mremap(old, old_len, new_len, flags, new_addr) where the old range, or
  * the MREMAP_FIXED target, touches the reservation (mmap.c): allowed, as
  * munmap above, when the old range is the program's own (its mapping

@@ -173,8 +173,7 @@ HZ_PRIVATE_API void *hz_preload_mmap(void *addr, size_t len, int prot, int flags
 	}
 	if (flags & MAP_FIXED) {
 		hz_foreign_changed(addr, len); /* over a block: foreign.h */
-		hz_promote_forget((uintptr_t)addr, len);
-		hz_pieces_forget(addr, len);
+		hz_promote_forget((uintptr_t)addr, len); /* a window's rest: foreign.c */
 	}
 	return hz_next.next_mmap(addr, len, prot, flags, fd, off);
 }

@@ -18,9 +18,11 @@
  * pages again to renew it. A program that maps two arenas keeps glibc's
  * memory.
  *
- * The rest of a window is never the program's: a munmap, mremap or
- * MAP_FIXED that reaches it (a program's bug, or a range it unmaps whole
- * after finding it free) makes it go first (hz_pieces_forget). No lock:
+ * The rest of a window is never the program's: a munmap, mremap,
+ * MAP_FIXED, mprotect or other change (foreign.c) that reaches it (a
+ * program's bug, or a range it unmaps whole after finding it free) makes
+ * it go first (hz_pieces_forget), and so does mlockall; under
+ * MCL_FUTURE no window is made. No lock:
  * a slot is one word changed by compare-and-swap, as mmap may be called
  * from a signal handler. A fork child inherits the windows and their rest
  * as they are. */
@@ -38,6 +40,7 @@
 #include "../range.h"
 #include "../sizes.h"
 #include "../stats.h"
+#include "foreign.h"
 #include "preload.h"
 
 #define SMALLEST 18 /* log2 of 256 KiB: a window of 8 pieces */
@@ -91,6 +94,8 @@ static void judge_last_lazy(size_t len)
 /* Whether the class may take a window now (see the top). */
 static bool window_earned(size_t len)
 {
+	if (hz_foreign_future_locked()) /* a rest would be locked too */
+		return false;
 	if (__atomic_load_n(&lazy_bytes[slot_of(len)], __ATOMIC_RELAXED) < HZ_SZ_2M)
 		return false;
 	judge_last_lazy(len);
