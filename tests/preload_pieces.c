@@ -169,6 +169,26 @@ static void unmapped_or_mapped_over_rest_is_never_handed_out(void **state)
 		assert_int_equal(munmap(p[i], MiB), 0);
 }
 
+/* mremap without MREMAP_MAYMOVE grows a window's first piece in place
+ * over the window's rest, which is not the program's to be refused by. */
+static void a_piece_grows_in_place_over_its_windows_rest(void **state)
+{
+	unsigned char *p[PIECES], *q;
+
+	(void)state;
+	need_lazy_thp();
+	map_dense(p, PIECES, MiB, 21);
+	q = window_start();
+	memset(q, 0x55, MiB);
+	assert_ptr_equal(mremap(q, MiB, 2 * MiB, 0), q);
+	assert_int_equal(q[MiB - 1], 0x55);
+	assert_int_equal(hz_test_first_nonzero(q + MiB, MiB), MiB);
+	memset(q + MiB, 0x66, MiB);
+	assert_int_equal(munmap(q, 2 * MiB), 0);
+	for (int i = 0; i < PIECES; i++)
+		assert_int_equal(munmap(p[i], MiB), 0);
+}
+
 /* Resident 4 KiB pages of [p, p + len), as mincore counts them (a huge
  * page counts whole). */
 static size_t resident_pages(const void *p, size_t len)
@@ -251,6 +271,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(dense_pieces_get_huge_pages_and_keep_their_data),
 		cmocka_unit_test(unmapped_or_mapped_over_rest_is_never_handed_out),
+		cmocka_unit_test(a_piece_grows_in_place_over_its_windows_rest),
 		cmocka_unit_test(sparse_pieces_stay_on_small_pages),
 		cmocka_unit_test(a_fork_child_maps_its_own_pieces),
 	};

@@ -69,7 +69,7 @@ static int wants_alignment(void *addr, size_t len, int prot, int flags)
 static int wants_piece(void *addr, size_t len, int prot, int flags)
 {
 	return hz_pieces_size(len) && prot == (PROT_READ | PROT_WRITE) &&
-	       flags == (MAP_PRIVATE | MAP_ANONYMOUS) && hz_config()->lazy_thp &&
+	       flags == (MAP_PRIVATE | MAP_ANONYMOUS) &&
 	       len < __atomic_load_n(&hz_config_threshold, __ATOMIC_RELAXED) &&
 	       hz_promote_enabled() && plain_request(addr, prot, flags);
 }
@@ -172,8 +172,8 @@ HZ_PRIVATE_API void *hz_preload_mmap(void *addr, size_t len, int prot, int flags
 		errno = saved;
 	}
 	if (flags & MAP_FIXED) {
-		hz_foreign_changed(addr, len); /* over a block: foreign.h */
-		hz_promote_forget((uintptr_t)addr, len); /* a window's rest: foreign.c */
+		hz_foreign_changed(addr, len); /* over a block or a window's rest: foreign.h */
+		hz_promote_forget((uintptr_t)addr, len);
 	}
 	return hz_next.next_mmap(addr, len, prot, flags, fd, off);
 }
@@ -244,7 +244,8 @@ HZ_PRIVATE_API void *hz_preload_mremap(void *old, size_t old_len, size_t new_len
 		return MAP_FAILED;
 	}
 	hz_promote_forget((uintptr_t)old, old_len);
-	hz_pieces_forget(old, old_len);
+	/* Up to where it may grow in place, as it could under glibc. */
+	hz_pieces_forget(old, old_len > new_len ? old_len : new_len);
 	if (flags & MREMAP_FIXED) {
 		hz_promote_forget((uintptr_t)new_addr, new_len);
 		hz_pieces_forget(new_addr, new_len);

@@ -119,19 +119,28 @@ static void *map_lazy(size_t len)
 	return p;
 }
 
+static uintptr_t rest_start(uintptr_t w)
+{
+	return w & ~(HZ_SZ_4K - 1);
+}
+
+static size_t rest_pieces(uintptr_t w)
+{
+	return w & (HZ_SZ_4K - 1);
+}
+
 /* A piece from the rest of the size's window, or 0. */
 static uintptr_t take_from_rest(unsigned s, size_t len)
 {
-	uintptr_t w = __atomic_load_n(&rest[s], __ATOMIC_ACQUIRE), next;
+	uintptr_t w = __atomic_load_n(&rest[s], __ATOMIC_ACQUIRE), after;
 
 	do {
 		if (w == 0)
 			return 0;
-		next = (w & (HZ_SZ_4K - 1)) > 1 ? (w & ~(HZ_SZ_4K - 1)) + len + (w & (HZ_SZ_4K - 1)) - 1
-						  : 0;
-	} while (!__atomic_compare_exchange_n(&rest[s], &w, next, false, __ATOMIC_ACQ_REL,
+		after = rest_pieces(w) > 1 ? (rest_start(w) + len) | (rest_pieces(w) - 1) : 0;
+	} while (!__atomic_compare_exchange_n(&rest[s], &w, after, false, __ATOMIC_ACQ_REL,
 					      __ATOMIC_ACQUIRE));
-	return w & ~(HZ_SZ_4K - 1);
+	return rest_start(w);
 }
 
 /* A new window: its first piece for the caller, the rest kept (or given
@@ -173,16 +182,16 @@ void hz_pieces_forget(const void *addr, size_t len)
 	uintptr_t a = (uintptr_t)addr, end = len > UINTPTR_MAX - a ? UINTPTR_MAX : a + len;
 
 	for (unsigned s = 0; s < SIZES; s++) {
-		uintptr_t w = __atomic_load_n(&rest[s], __ATOMIC_ACQUIRE), start, stop;
+		uintptr_t w = __atomic_load_n(&rest[s], __ATOMIC_ACQUIRE);
 
 		while (w != 0) {
-			start = w & ~(HZ_SZ_4K - 1);
-			stop = start + (w & (HZ_SZ_4K - 1)) * ((size_t)1 << (s + SMALLEST));
-			if (stop <= a || start >= end)
+			size_t bytes = rest_pieces(w) << (s + SMALLEST);
+
+			if (rest_start(w) + bytes <= a || rest_start(w) >= end)
 				break;
 			if (__atomic_compare_exchange_n(&rest[s], &w, 0, false, __ATOMIC_ACQ_REL,
 							__ATOMIC_ACQUIRE)) {
-				hz_prim_munmap((void *)start, stop - start);
+				hz_prim_munmap((void *)rest_start(w), bytes);
 				break;
 			}
 		}
