@@ -237,15 +237,41 @@ bool hz_class_mmap_thp(size_t bytes)
 
 	if (!__atomic_load_n(&c->mmap_dense, __ATOMIC_RELAXED))
 		return false;
-	return __atomic_add_fetch(&c->mmaps, 1, __ATOMIC_RELAXED) % HZ_MMAP_SAMPLE != 0;
+	/* At 0 the sample; below, more of them until a verdict comes. */
+	return __atomic_sub_fetch(&c->mmaps_trusted, 1, __ATOMIC_RELAXED) > 0;
+}
+
+/* The distance from one sample to the next after confirmed dense verdicts
+ * in a row (classes.h); and whether a further one would lengthen it. */
+static int32_t sample_distance(size_t bytes, unsigned confirmed)
+{
+	size_t most = HZ_GUESS_MAX / (bytes ? bytes : 1);
+	size_t d = (size_t)HZ_MMAP_SAMPLE << confirmed;
+
+	if (d > most)
+		d = most;
+	return d < HZ_MMAP_SAMPLE ? HZ_MMAP_SAMPLE : (int32_t)d;
+}
+
+static bool sample_may_grow(size_t bytes, unsigned confirmed)
+{
+	return ((size_t)HZ_MMAP_SAMPLE << confirmed) < HZ_GUESS_MAX / (bytes ? bytes : 1);
 }
 
 void hz_class_note_mmap(size_t bytes, bool dense)
 {
-	uint8_t *d = &hz_class_of(bytes)->mmap_dense;
+	struct hz_class *c = hz_class_of(bytes);
+	unsigned confirmed = 0;
 
-	if (__atomic_load_n(d, __ATOMIC_RELAXED) != dense)
-		__atomic_store_n(d, dense, __ATOMIC_RELAXED);
+	if (dense && __atomic_load_n(&c->mmap_dense, __ATOMIC_RELAXED)) {
+		confirmed = __atomic_load_n(&c->mmap_confirmed, __ATOMIC_RELAXED);
+		confirmed += sample_may_grow(bytes, confirmed);
+	}
+	__atomic_store_n(&c->mmap_confirmed, (uint8_t)confirmed, __ATOMIC_RELAXED);
+	if (dense)
+		__atomic_store_n(&c->mmaps_trusted, sample_distance(bytes, confirmed),
+				 __ATOMIC_RELAXED);
+	__atomic_store_n(&c->mmap_dense, dense, __ATOMIC_RELAXED);
 }
 
 #ifdef HZ_TEST_CORE

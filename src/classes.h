@@ -66,8 +66,10 @@ struct hz_class {
 	struct hz_class_reuse reuse;
 	struct hz_class_rotation rotation;
 	uint8_t dense; /* atomic: the last block was used densely */
-	uint8_t mmap_dense; /* atomic: the last mmap judged was used densely */
-	uint32_t mmaps;     /* atomic: mmaps of the class given THP at once */
+	uint8_t mmap_dense;     /* atomic: the last mmap judged was used densely */
+	uint8_t mmap_confirmed; /* atomic: dense verdicts since, in a row */
+	int32_t mmaps_trusted;  /* atomic: mmaps left to take THP at once before
+				 * the next sample */
 };
 
 /* The row of blocks of bytes' size, and the row of class k. */
@@ -175,8 +177,14 @@ bool hz_class_dense(size_t bytes);
  * not (sparse, or handed out on the evidence, which is used once). */
 void hz_class_note_dense(size_t bytes, bool dense);
 
-/* Every HZ_MMAP_SAMPLE-th mmap of a class with dense evidence starts on 4
- * KiB pages all the same, so that its use renews or revokes the evidence. */
+/* A sample: one mmap of a class with dense evidence starts on 4 KiB pages
+ * all the same, so that its use renews or revokes the evidence. The first
+ * comes HZ_MMAP_SAMPLE mmaps after the evidence, and each dense verdict in
+ * a row doubles the distance to the next, while the mmaps trusted between
+ * two samples hold at most HZ_GUESS_MAX, the most a wrong guess may cost
+ * (a class turning sparse). cc1's 46 GC mmaps of 2 MiB left 12 on 4 KiB
+ * pages at a fixed distance of 4, 4 at a growing one; gcc -O2 ran 5%
+ * faster (bench/RESULTS.md, "Samples of cc1's mmaps"). */
 #define HZ_MMAP_SAMPLE 4
 
 /* Whether the program's next mmap of bytes takes huge pages at once: its

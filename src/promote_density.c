@@ -9,17 +9,19 @@
 
 struct density {
 	uintptr_t start;
-	uint16_t *pages; /* per 2 MiB page: 4 KiB pages counted */
+	size_t unit;     /* bytes counted together: a 2 MiB page, or less */
+	uint16_t *pages; /* per unit: 4 KiB pages counted */
 };
 
-/* Count run's 4 KiB pages in the 2 MiB pages they fall in. */
+/* Count run's 4 KiB pages in the units they fall in. */
 static void count_pages(struct density *d, struct hz_range run)
 {
 	for (uintptr_t a = run.start; a < run.end;) {
-		uintptr_t page_end = hz_align_down(a, HZ_SZ_2M) + HZ_SZ_2M;
-		uintptr_t to = page_end < run.end ? page_end : run.end;
+		size_t i = (a - d->start) / d->unit;
+		uintptr_t unit_end = d->start + (i + 1) * d->unit;
+		uintptr_t to = unit_end < run.end ? unit_end : run.end;
 
-		d->pages[(a - d->start) / HZ_SZ_2M] += (uint16_t)((to - a) / HZ_SZ_4K);
+		d->pages[i] += (uint16_t)((to - a) / HZ_SZ_4K);
 		a = to;
 	}
 }
@@ -33,7 +35,7 @@ static void count_missing(void *ctx, struct hz_range run, bool resident)
 int hz_promote_dense(uintptr_t start, size_t n, bool *yes)
 {
 	uint16_t missing[HZ_PROMOTE_DENSE_MAX];
-	struct density d = { start, missing };
+	struct density d = { start, HZ_SZ_2M, missing };
 	int ret;
 
 	for (size_t i = 0; i < n; i++)
@@ -77,7 +79,7 @@ enum hz_front hz_promote_front_judge(const uint16_t *resident, size_t n, size_t 
 int hz_promote_front(uintptr_t start, size_t n, uint16_t *resident, enum hz_front *verdict,
 		     size_t *frontier)
 {
-	struct density d = { start, resident };
+	struct density d = { start, HZ_SZ_2M, resident };
 	int ret;
 
 	for (size_t i = 0; i < n; i++)
@@ -89,4 +91,38 @@ int hz_promote_front(uintptr_t start, size_t n, uint16_t *resident, enum hz_fron
 	 * that cannot be read is not advised on a guess. */
 	*verdict = ret == 0 ? hz_promote_front_judge(resident, n, frontier) : HZ_FRONT_SPARSE;
 	return 0;
+}
+
+enum hz_front hz_promote_used_judge(size_t whole, size_t partial)
+{
+	if (whole > 0 && partial <= 1)
+		return HZ_FRONT_DENSE;
+	return whole + partial == 0 ? HZ_FRONT_WAIT : HZ_FRONT_SPARSE;
+}
+
+enum hz_front hz_promote_used(uintptr_t start, size_t len)
+{
+	uint16_t resident[HZ_PROMOTE_USED_UNITS] = { 0 };
+	size_t unit = len < HZ_SZ_2M ? len : HZ_SZ_2M;
+	size_t n = len / unit, may_miss, whole = 0, partial = 0;
+	struct density d = { start, unit, resident };
+	int ret;
+
+	if (n > HZ_PROMOTE_USED_UNITS)
+		n = HZ_PROMOTE_USED_UNITS;
+	ret = hz_prim_residency(start, n * unit, count_resident, &d);
+	if (ret == -ENOMEM)
+		return HZ_FRONT_WAIT; /* unmapped since: no evidence */
+	if (ret != 0)
+		return HZ_FRONT_SPARSE; /* unreadable: never a guess for huge pages */
+	may_miss = HZ_PROMOTE_DENSE_MISSING * unit / HZ_SZ_2M;
+	for (size_t i = 0; i < n; i++) {
+		if (resident[i] == 0)
+			continue;
+		if (unit / HZ_SZ_4K - resident[i] <= may_miss)
+			whole++;
+		else
+			partial++;
+	}
+	return hz_promote_used_judge(whole, partial);
 }

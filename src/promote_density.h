@@ -65,4 +65,29 @@ enum hz_front hz_promote_front_judge(const uint16_t *resident, size_t n, size_t 
 int hz_promote_front(uintptr_t start, size_t n, uint16_t *resident, enum hz_front *verdict,
 		     size_t *frontier);
 
+/* ---- a range the program has moved on from ----
+ *
+ * The evidence a range leaves for the next of its size (preload/mmap.c,
+ * preload/pieces.c), read once the program maps that next one. The range
+ * is counted in units of 2 MiB, or as one unit when smaller; a unit is
+ * whole when at most its share of HZ_PROMOTE_DENSE_MISSING is missing.
+ * Huge pages over it would have cost the missing pages of every unit
+ * touched, so it is:
+ *  - dense: a unit is whole, and at most one other is touched in part
+ *    (where the program stopped writing);
+ *  - sparse: touched in any other way;
+ *  - no evidence (HZ_FRONT_WAIT): untouched, or unmapped since. */
+
+/* Units counted at most: 64 MiB, the largest range whose next one takes
+ * huge pages on its evidence (HZ_GUESS_MAX, classes.h). */
+#define HZ_PROMOTE_USED_UNITS 32
+
+/* The rule above on whole and partly touched units. Pure. */
+enum hz_front hz_promote_used_judge(size_t whole, size_t partial);
+
+/* The verdict on [start, start + len) as the page tables have it now,
+ * start and len 4 KiB aligned: on its first HZ_PROMOTE_USED_UNITS units,
+ * less a tail past its last whole 2 MiB. */
+enum hz_front hz_promote_used(uintptr_t start, size_t len);
+
 #endif /* HZ_PROMOTE_DENSITY_H */

@@ -128,6 +128,48 @@ static void dense_evidence_is_per_class_and_replaced_by_the_last_note(void **sta
 	assert_false(hz_class_dense(SIZE));
 }
 
+/* The mmaps of bytes' class taking THP at once before the next sample. */
+static int trusted_before_a_sample(size_t bytes)
+{
+	int n = 0;
+
+	while (hz_class_mmap_thp(bytes))
+		n++;
+	return n;
+}
+
+/* A class's mmaps take huge pages at once on dense evidence, all but
+ * samples: 4 apart, then 8, 16, ... while dense verdicts come in a row,
+ * as long as the mmaps trusted between two hold at most 64 MiB
+ * (HZ_GUESS_MAX); a sparse verdict ends it, a dense one starts over. */
+static void samples_grow_apart_while_the_evidence_holds(void **state)
+{
+	static const int trusted_2m[] = { 3, 7, 15, 31, 31 };
+
+	(void)state;
+	assert_false(hz_class_mmap_thp(2 * MiB)); /* no evidence yet */
+	for (size_t i = 0; i < sizeof(trusted_2m) / sizeof(trusted_2m[0]); i++) {
+		hz_class_note_mmap(2 * MiB, true);
+		assert_int_equal(trusted_before_a_sample(2 * MiB), trusted_2m[i]);
+	}
+	assert_false(hz_class_mmap_thp(2 * MiB)); /* samples until a verdict */
+	hz_class_note_mmap(2 * MiB, false);
+	assert_false(hz_class_mmap_thp(2 * MiB));
+	hz_class_note_mmap(2 * MiB, true);
+	assert_int_equal(trusted_before_a_sample(2 * MiB), 3);
+
+	for (int i = 0; i < 3; i++) {
+		hz_class_note_mmap(8 * MiB, true);
+		assert_int_equal(trusted_before_a_sample(8 * MiB), i == 0 ? 3 : 7);
+		hz_class_note_mmap(32 * MiB, true); /* never further than 4 apart */
+		assert_int_equal(trusted_before_a_sample(32 * MiB), 3);
+	}
+	hz_class_note_mmap(256 * 1024, true); /* a piece: 256 apart at most */
+	for (int i = 0; i < 8; i++)
+		hz_class_note_mmap(256 * 1024, true);
+	assert_int_equal(trusted_before_a_sample(256 * 1024), 255);
+}
+
 static void forgetting_reuse_keeps_the_page_size_evidence(void **state)
 {
 	(void)state;
@@ -191,6 +233,7 @@ int main(void)
 		cmocka_unit_test_setup(a_spare_is_what_stayed_cached_a_whole_stay, reset),
 		cmocka_unit_test_setup(dense_evidence_is_per_class_and_replaced_by_the_last_note,
 				       reset),
+		cmocka_unit_test_setup(samples_grow_apart_while_the_evidence_holds, reset),
 		cmocka_unit_test_setup(forgetting_reuse_keeps_the_page_size_evidence, reset),
 		cmocka_unit_test_setup(
 			the_clean_target_is_eight_of_the_largest_calloc_and_fades_when_met, reset),

@@ -3,7 +3,8 @@
  * (around a 2 MiB page the program's own advice cut), never a sparse one,
  * never a range the program advised MADV_NOHUGEPAGE, and an mmap range
  * unmapped while it is being promoted leaves what is mapped there next
- * alone. Skips with the reason where THP is not in "madvise"
+ * alone; and the evidence a range leaves once the program moved on from
+ * it. Skips with the reason where THP is not in "madvise"
  * mode or MADV_COLLAPSE is missing (before Linux 6.1). */
 #include <errno.h>
 #include <setjmp.h>
@@ -166,6 +167,35 @@ static void first_touches_are_judged_dense_sparse_or_not_yet(void **state)
 				 cases[i].want);
 		assert_int_equal(frontier, cases[i].frontier);
 	}
+}
+
+/* A range the program has moved on from (hz_promote_used), on real memory
+ * on 4 KiB pages: dense where units are written whole but for the one the
+ * program stopped in; sparse where touched otherwise; no evidence while
+ * untouched or once unmapped. A range under 2 MiB is one unit. */
+static void a_range_moved_on_from_is_judged_by_the_units_it_touched(void **state)
+{
+	char *p = map_aligned(8 * MiB), *piece = p + 6 * MiB;
+	uintptr_t at = (uintptr_t)p;
+
+	(void)state;
+	assert_int_equal(madvise(p, 8 * MiB, MADV_NOHUGEPAGE), 0);
+	assert_int_equal(hz_promote_used(at, 6 * MiB), HZ_FRONT_WAIT);
+	memset(p, 1, 3 * MiB); /* one unit whole, the next half */
+	assert_int_equal(hz_promote_used(at, 6 * MiB), HZ_FRONT_DENSE);
+	p[5 * MiB] = 1; /* a second unit in part */
+	assert_int_equal(hz_promote_used(at, 6 * MiB), HZ_FRONT_SPARSE);
+
+	for (size_t off = 0; off < MiB; off += 64 * 1024)
+		piece[off] = 1;
+	assert_int_equal(hz_promote_used((uintptr_t)piece, MiB), HZ_FRONT_SPARSE);
+	memset(piece, 1, MiB - 100 * 1024); /* 25 pages missing, 16 allowed */
+	assert_int_equal(hz_promote_used((uintptr_t)piece, MiB), HZ_FRONT_SPARSE);
+	memset(piece, 1, MiB - 60 * 1024); /* 15 missing */
+	assert_int_equal(hz_promote_used((uintptr_t)piece, MiB), HZ_FRONT_DENSE);
+
+	assert_int_equal(munmap(p, 8 * MiB), 0);
+	assert_int_equal(hz_promote_used(at, 6 * MiB), HZ_FRONT_WAIT);
 }
 
 static void sparse_block_stays_on_4k_pages(void **state)
@@ -401,6 +431,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(first_touches_are_judged_dense_sparse_or_not_yet),
+		cmocka_unit_test(a_range_moved_on_from_is_judged_by_the_units_it_touched),
 		cmocka_unit_test(sparse_block_stays_on_4k_pages),
 		cmocka_unit_test(first_dense_writes_get_the_rest_of_a_fresh_block_thp),
 		cmocka_unit_test(densely_written_block_is_collapsed_within_a_bounded_wait),

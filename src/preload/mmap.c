@@ -25,10 +25,10 @@
 #include "../prim/prim.h"
 #include "../prezero.h"
 #include "../promote.h"
-#include "../promote_density.h"
 #include "../range.h"
 #include "../sizes.h"
 #include "../stats.h"
+#include "evidence.h"
 #include "foreign.h"
 #include "pieces.h"
 #include "preload.h"
@@ -80,14 +80,13 @@ static int wants_piece(void *addr, size_t len, int prot, int flags)
  * through before the next: THP at map time (HUGEZERO_LAZY_THP=0) made
  * gcc -O2 10% faster here, and a 2 MiB range has no rest for the first
  * touches (promote_density.h) to advise. So a class's last mmap left on
- * 4 KiB pages is judged when the program maps the next of its size: what
- * it made resident is evidence for the class (classes.h), which gives its
- * next mmaps THP at map time, every HZ_MMAP_SAMPLE-th excepted. Found
- * unmapped since: no evidence. Only mmaps of up to HZ_GUESS_MAX
- * (classes.h): a larger range used sparsely would cost more RSS on a wrong
- * guess; the first touches serve those. The counts of its 2 MiB pages are
- * on the program's stack. Packed: the start (2 MiB aligned) and its 2 MiB
- * pages in the low bits. */
+ * 4 KiB pages is judged when the program maps the next of its size
+ * (hz_promote_used): what it made resident is evidence for the class
+ * (classes.h), which gives its next mmaps THP at map time, all but a
+ * sample. Only mmaps of up to HZ_GUESS_MAX (classes.h): a larger range
+ * used sparsely would cost more RSS on a wrong guess; the first touches
+ * serve those. Packed: the start (2 MiB aligned) and its 2 MiB pages in
+ * the low bits. */
 #define JUDGE_PAGES (HZ_GUESS_MAX / HZ_SZ_2M)
 
 static uintptr_t last_lazy[HZ_CLASSES];
@@ -97,17 +96,10 @@ static void judge_last_lazy(size_t size)
 	uintptr_t packed = __atomic_exchange_n(&last_lazy[hz_size_class(size)], 0,
 					       __ATOMIC_RELAXED);
 	uintptr_t start = packed & ~(uintptr_t)(HZ_SZ_2M - 1);
-	size_t n = packed & (HZ_SZ_2M - 1), frontier;
-	uint16_t resident[JUDGE_PAGES];
-	enum hz_front verdict;
+	size_t n = packed & (HZ_SZ_2M - 1);
 
-	if (n == 0 || hz_promote_front(start, n, resident, &verdict, &frontier) != 0)
-		return;
-	hz_debug("mmap of %zu bytes at %p judged at the next of its size: %s", size,
-		 (void *)start, verdict == HZ_FRONT_DENSE ? "dense" :
-		 verdict == HZ_FRONT_SPARSE ? "sparse" : "not yet either");
-	if (verdict != HZ_FRONT_WAIT)
-		hz_class_note_mmap(size, verdict == HZ_FRONT_DENSE);
+	if (n != 0)
+		hz_evidence_judge(size, start, n * HZ_SZ_2M);
 }
 
 static void keep_for_judging(void *start, size_t size)

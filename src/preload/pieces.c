@@ -14,9 +14,9 @@
  * most 2 MiB less a piece per class. So a class gets windows only after
  * its pieces on 4 KiB pages have filled a window's worth and the last of
  * them was judged dense at the next mmap of its size, as the 2 MiB mmaps'
- * evidence is (classes.h); every HZ_MMAP_SAMPLE-th piece starts on 4 KiB
- * pages again to renew it. A program that maps two arenas keeps glibc's
- * memory.
+ * evidence is (evidence.h, classes.h); a sample of the later pieces starts
+ * on 4 KiB pages again to renew it. A program that maps two arenas keeps
+ * glibc's memory.
  *
  * The rest of a window is never the program's: a munmap, mremap,
  * MAP_FIXED, mprotect or other change (foreign.c) that reaches it (a
@@ -33,13 +33,11 @@
 
 #include "../backing.h"
 #include "../classes.h"
-#include "../log.h"
 #include "../prim/memory.h"
 #include "../prim/prim.h"
-#include "../promote_density.h"
-#include "../range.h"
 #include "../sizes.h"
 #include "../stats.h"
+#include "evidence.h"
 #include "foreign.h"
 #include "preload.h"
 
@@ -68,27 +66,14 @@ static unsigned slot_of(size_t len)
 	return hz_size_class(len) - SMALLEST;
 }
 
-static void count_missing(void *ctx, struct hz_range run, bool resident)
-{
-	if (!resident)
-		*(size_t *)ctx += hz_range_len(run) / HZ_SZ_4K;
-}
-
-/* The last piece on 4 KiB pages of len's size, judged now: dense when at
- * most as many of its pages are missing as a dense 2 MiB page may miss,
- * for its share of one (promote_density.h). Unmapped since: no evidence. */
+/* The last piece on 4 KiB pages of len's size, judged now as the 2 MiB
+ * mmaps are (mmap.c). Unmapped since: no evidence. */
 static void judge_last_lazy(size_t len)
 {
 	uintptr_t start = __atomic_exchange_n(&last_lazy[slot_of(len)], 0, __ATOMIC_RELAXED);
-	size_t missing = 0;
-	bool dense;
 
-	if (start == 0 || hz_prim_residency(start, len, count_missing, &missing) != 0)
-		return;
-	dense = missing * HZ_SZ_2M <= (size_t)HZ_PROMOTE_DENSE_MISSING * len;
-	hz_debug("mmap piece of %zu bytes at %p judged at the next: %s", len, (void *)start,
-		 dense ? "dense" : "sparse");
-	hz_class_note_mmap(len, dense);
+	if (start != 0)
+		hz_evidence_judge(len, start, len);
 }
 
 /* Whether the class may take a window now (see the top). */
@@ -166,6 +151,8 @@ void *hz_pieces_map(size_t len)
 	unsigned s = slot_of(len);
 	uintptr_t p;
 
+	if (!hz_pieces_size(len)) /* not a piece: the caller maps it */
+		return NULL;
 	if (!window_earned(len))
 		return map_lazy(len);
 	p = take_from_rest(s, len);

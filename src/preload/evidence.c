@@ -1,0 +1,20 @@
+/* See evidence.h. One judge for both kinds of range: the rule is
+ * hz_promote_used's (promote_density.h), the decision the ledger's
+ * (classes.h: THP at map time for the class's next mmaps, all but a
+ * sample). */
+#include "evidence.h"
+
+#include "../classes.h"
+#include "../log.h"
+#include "../promote_density.h"
+
+void hz_evidence_judge(size_t size, uintptr_t start, size_t len)
+{
+	enum hz_front verdict = hz_promote_used(start, len);
+
+	hz_debug("mmap of %zu bytes at %p judged at the next of its size: %s", size,
+		 (void *)start, verdict == HZ_FRONT_DENSE ? "dense" :
+		 verdict == HZ_FRONT_SPARSE ? "sparse" : "no evidence");
+	if (verdict != HZ_FRONT_WAIT)
+		hz_class_note_mmap(size, verdict == HZ_FRONT_DENSE);
+}
