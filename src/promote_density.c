@@ -93,7 +93,8 @@ int hz_promote_front(uintptr_t start, size_t n, uint16_t *resident, enum hz_fron
 	return 0;
 }
 
-enum hz_front hz_promote_used_judge(size_t whole, size_t partial)
+/* The rule of promote_density.h on whole and partly touched units. */
+static enum hz_front used_judge(size_t whole, size_t partial)
 {
 	if (whole > 0 && partial <= 1)
 		return HZ_FRONT_DENSE;
@@ -104,10 +105,13 @@ enum hz_front hz_promote_used(uintptr_t start, size_t len)
 {
 	uint16_t resident[HZ_PROMOTE_USED_UNITS] = { 0 };
 	size_t unit = len < HZ_SZ_2M ? len : HZ_SZ_2M;
-	size_t n = len / unit, may_miss, whole = 0, partial = 0;
+	size_t n, may_miss, whole = 0, partial = 0;
 	struct density d = { start, unit, resident };
 	int ret;
 
+	if (len < HZ_SZ_4K)
+		return HZ_FRONT_WAIT;
+	n = len / unit;
 	if (n > HZ_PROMOTE_USED_UNITS)
 		n = HZ_PROMOTE_USED_UNITS;
 	ret = hz_prim_residency(start, n * unit, count_resident, &d);
@@ -124,5 +128,5 @@ enum hz_front hz_promote_used(uintptr_t start, size_t len)
 		else
 			partial++;
 	}
-	return hz_promote_used_judge(whole, partial);
+	return used_judge(whole, partial);
 }

@@ -39,7 +39,8 @@ int hz_promote_dense(uintptr_t start, size_t n, bool *yes);
  *  - dense: at least one is whole (HZ_PROMOTE_DENSE_MISSING) and at most
  *    HZ_FRONT_EDGES more are partly written, the edges a sequential
  *    writer (or one per thread) is filling now: advise THP from the page
- *    after the last one touched (the frontier) to the end;
+ *    after the last one touched (the frontier) to the end, and below the
+ *    first one touched (a writer going down: promote_first.c);
  *  - sparse: more partly written pages than that, and more than whole
  *    ones (random updates over a table, xz's match finder): leave it to
  *    the collapse of dense pages later;
@@ -81,9 +82,6 @@ int hz_promote_front(uintptr_t start, size_t n, uint16_t *resident, enum hz_fron
 /* Units counted at most: 64 MiB, the largest range whose next one takes
  * huge pages on its evidence (HZ_GUESS_MAX, classes.h). */
 #define HZ_PROMOTE_USED_UNITS 32
-
-/* The rule above on whole and partly touched units. Pure. */
-enum hz_front hz_promote_used_judge(size_t whole, size_t partial);
 
 /* The verdict on [start, start + len) as the page tables have it now,
  * start and len 4 KiB aligned: on its first HZ_PROMOTE_USED_UNITS units,

@@ -4,8 +4,9 @@
  * A new lazy block or aligned mmap (promote.c tracks both) is looked at
  * for its first FIRST_TOUCH_NS, ever less often (below). Its 2 MiB pages
  * written so far are judged (hz_promote_front_judge): dense, the pages the
- * program has not reached get MADV_HUGEPAGE, so its next faults there are
- * one huge fault each instead of 512 small ones; sparse, the watch ends and
+ * program has not reached, above the last page touched and below the
+ * first, get MADV_HUGEPAGE, so its next faults there are one huge fault
+ * each instead of 512 small ones; sparse, the watch ends and
  * the range is left to the collapse; otherwise the next look decides. */
 #include "promote.h"
 
@@ -35,24 +36,22 @@ static uint64_t first_touch_ns = FIRST_TOUCH_NS; /* tests set it */
 /* Until then some range's first touches are watched (ns). */
 static uint64_t first_touch_until;
 
-/* THP on [start, end) of s, which the program has not touched yet. */
-static void advise_rest(struct hz_promote_slot *s, uintptr_t from)
+/* THP on [from, to) of s, which the program has not touched yet. */
+static void advise_untouched(struct hz_promote_slot *s, uintptr_t from, uintptr_t to)
 {
-	uintptr_t end = s->start + s->len;
-
-	if (from >= end || !hz_backing_fresh_thp_fast())
+	if (from >= to || !hz_backing_fresh_thp_fast())
 		return;
-	if (hz_prim_madvise((void *)from, end - from, MADV_HUGEPAGE) != 0)
+	if (hz_prim_madvise((void *)from, to - from, MADV_HUGEPAGE) != 0)
 		return;
-	hz_stats_add(promote_advised_bytes, end - from);
-	hz_debug("%zu bytes at %p written densely: THP advised on the %zu after %p", s->len,
-		 (void *)s->start, end - from, (void *)from);
+	hz_stats_add(promote_advised_bytes, to - from);
+	hz_debug("%zu bytes at %p written densely: THP advised on the %zu at %p", s->len,
+		 (void *)s->start, to - from, (void *)from);
 }
 
 static void look_at_first_touches(struct hz_promote_slot *s, struct hz_promote_budget *b)
 {
 	uint16_t resident[HZ_PROMOTE_DENSE_MAX];
-	size_t n = s->len / HZ_SZ_2M, frontier;
+	size_t n = s->len / HZ_SZ_2M, frontier, first = 0;
 	enum hz_front verdict = HZ_FRONT_SPARSE;
 
 	if (n > HZ_PROMOTE_DENSE_MAX)
@@ -67,8 +66,14 @@ static void look_at_first_touches(struct hz_promote_slot *s, struct hz_promote_b
 		return;
 	/* Not evidence for the size class: a block's first pages tell less
 	 * than its whole use, which its reuse (prezero_share.c) and its
-	 * release (recycle.c) show. */
-	advise_rest(s, s->start + (frontier < n ? frontier * HZ_SZ_2M : s->len));
+	 * release (recycle.c) show. A writer may go down as well as up
+	 * (ImageMagick fills some images from their end): the pages below the
+	 * first one touched are the rest too. */
+	while (first < n && resident[first] == 0)
+		first++;
+	advise_untouched(s, s->start, s->start + first * HZ_SZ_2M);
+	advise_untouched(s, s->start + (frontier < n ? frontier * HZ_SZ_2M : s->len),
+			 s->start + s->len);
 }
 
 uint64_t hz_promote_first_touch_pass(uint64_t now)

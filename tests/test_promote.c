@@ -245,6 +245,35 @@ static void first_dense_writes_get_the_rest_of_a_fresh_block_thp(void **state)
 	hz_options_reload();
 }
 
+/* The same for a writer going down from the block's end (ImageMagick
+ * fills some images so): the pages below it get THP. */
+static void first_dense_writes_from_the_end_get_the_pages_below_thp(void **state)
+{
+	size_t len = 64 * MiB, tail = 4 * MiB;
+	uint64_t advised = hz_stats.promote_advised_bytes;
+	char *p;
+
+	(void)state;
+	need_promotion();
+	setenv("HUGEZERO_THP_CHECK", "0", 1);
+	hz_options_reload();
+	hz_recycle_drain();
+	assert_int_equal(hz_recycle_alloc(len, 0, false, (void **)&p), 0);
+	for (size_t off = len; off > len - tail; off -= 4096)
+		p[off - 4096] = 6;
+	for (int i = 0; i < WAIT_TENTHS && hz_stats.promote_advised_bytes == advised; i++)
+		usleep(100000);
+	assert_true(hz_stats.promote_advised_bytes >= advised + len - tail - 2 * MiB);
+	for (size_t off = len - tail; off > 0; off -= 4096)
+		p[off - 4096] = 7;
+	assert_true(huge_kb(p, len) >= (len - tail - 2 * MiB) >> 10);
+	for (size_t i = 0; i < len; i += 4096)
+		assert_int_equal(p[i], i < len - tail ? 7 : 6);
+	hz_recycle_free(p);
+	unsetenv("HUGEZERO_THP_CHECK");
+	hz_options_reload();
+}
+
 static void densely_written_block_is_collapsed_within_a_bounded_wait(void **state)
 {
 	size_t len = 32 * MiB;
@@ -434,6 +463,7 @@ int main(void)
 		cmocka_unit_test(a_range_moved_on_from_is_judged_by_the_units_it_touched),
 		cmocka_unit_test(sparse_block_stays_on_4k_pages),
 		cmocka_unit_test(first_dense_writes_get_the_rest_of_a_fresh_block_thp),
+		cmocka_unit_test(first_dense_writes_from_the_end_get_the_pages_below_thp),
 		cmocka_unit_test(densely_written_block_is_collapsed_within_a_bounded_wait),
 		cmocka_unit_test(page_cut_by_the_programs_advice_leaves_the_rest_collapsed),
 		cmocka_unit_test(program_nohugepage_range_is_never_collapsed),

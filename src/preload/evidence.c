@@ -7,6 +7,10 @@
 #include "../classes.h"
 #include "../log.h"
 #include "../promote_density.h"
+#include "../sizes.h"
+
+_Static_assert(HZ_GUESS_MAX / HZ_SZ_2M <= HZ_PROMOTE_USED_UNITS,
+	       "a range that may earn its class THP at map time is judged whole");
 
 void hz_evidence_judge(size_t size, uintptr_t start, size_t len)
 {
