@@ -101,9 +101,8 @@ static enum hz_front used_judge(size_t whole, size_t partial)
 	return whole + partial == 0 ? HZ_FRONT_WAIT : HZ_FRONT_SPARSE;
 }
 
-enum hz_front hz_promote_used(uintptr_t start, size_t len)
+enum hz_front hz_promote_used(uintptr_t start, size_t len, uint16_t *resident, size_t units)
 {
-	uint16_t resident[HZ_PROMOTE_USED_UNITS] = { 0 };
 	size_t unit = len < HZ_SZ_2M ? len : HZ_SZ_2M;
 	size_t n, may_miss, whole = 0, partial = 0;
 	struct density d = { start, unit, resident };
@@ -111,9 +110,9 @@ enum hz_front hz_promote_used(uintptr_t start, size_t len)
 
 	if (len < HZ_SZ_4K)
 		return HZ_FRONT_WAIT;
-	n = len / unit;
-	if (n > HZ_PROMOTE_USED_UNITS)
-		n = HZ_PROMOTE_USED_UNITS;
+	n = len / unit < units ? len / unit : units;
+	for (size_t i = 0; i < n; i++)
+		resident[i] = 0;
 	ret = hz_prim_residency(start, n * unit, count_resident, &d);
 	if (ret == -ENOMEM)
 		return HZ_FRONT_WAIT; /* unmapped since: no evidence */

@@ -79,13 +79,10 @@ int hz_promote_front(uintptr_t start, size_t n, uint16_t *resident, enum hz_fron
  *  - sparse: touched in any other way;
  *  - no evidence (HZ_FRONT_WAIT): untouched, or unmapped since. */
 
-/* Units counted at most: 64 MiB, the largest range whose next one takes
- * huge pages on its evidence (HZ_GUESS_MAX, classes.h). */
-#define HZ_PROMOTE_USED_UNITS 32
-
 /* The verdict on [start, start + len) as the page tables have it now,
- * start and len 4 KiB aligned: on its first HZ_PROMOTE_USED_UNITS units,
- * less a tail past its last whole 2 MiB. */
-enum hz_front hz_promote_used(uintptr_t start, size_t len);
+ * start and len 4 KiB aligned, counted in resident[units] (the caller's,
+ * as for hz_promote_front): on its first units units, less a tail past
+ * its last whole 2 MiB. */
+enum hz_front hz_promote_used(uintptr_t start, size_t len, uint16_t *resident, size_t units);
 
 #endif /* HZ_PROMOTE_DENSITY_H */

@@ -177,25 +177,26 @@ static void a_range_moved_on_from_is_judged_by_the_units_it_touched(void **state
 {
 	char *p = map_aligned(8 * MiB), *piece = p + 6 * MiB;
 	uintptr_t at = (uintptr_t)p;
+	uint16_t counts[4];
 
 	(void)state;
 	assert_int_equal(madvise(p, 8 * MiB, MADV_NOHUGEPAGE), 0);
-	assert_int_equal(hz_promote_used(at, 6 * MiB), HZ_FRONT_WAIT);
+	assert_int_equal(hz_promote_used(at, 6 * MiB, counts, 4), HZ_FRONT_WAIT);
 	memset(p, 1, 3 * MiB); /* one unit whole, the next half */
-	assert_int_equal(hz_promote_used(at, 6 * MiB), HZ_FRONT_DENSE);
+	assert_int_equal(hz_promote_used(at, 6 * MiB, counts, 4), HZ_FRONT_DENSE);
 	p[5 * MiB] = 1; /* a second unit in part */
-	assert_int_equal(hz_promote_used(at, 6 * MiB), HZ_FRONT_SPARSE);
+	assert_int_equal(hz_promote_used(at, 6 * MiB, counts, 4), HZ_FRONT_SPARSE);
 
 	for (size_t off = 0; off < MiB; off += 64 * 1024)
 		piece[off] = 1;
-	assert_int_equal(hz_promote_used((uintptr_t)piece, MiB), HZ_FRONT_SPARSE);
+	assert_int_equal(hz_promote_used((uintptr_t)piece, MiB, counts, 4), HZ_FRONT_SPARSE);
 	memset(piece, 1, MiB - 100 * 1024); /* 25 pages missing, 16 allowed */
-	assert_int_equal(hz_promote_used((uintptr_t)piece, MiB), HZ_FRONT_SPARSE);
+	assert_int_equal(hz_promote_used((uintptr_t)piece, MiB, counts, 4), HZ_FRONT_SPARSE);
 	memset(piece, 1, MiB - 60 * 1024); /* 15 missing */
-	assert_int_equal(hz_promote_used((uintptr_t)piece, MiB), HZ_FRONT_DENSE);
+	assert_int_equal(hz_promote_used((uintptr_t)piece, MiB, counts, 4), HZ_FRONT_DENSE);
 
 	assert_int_equal(munmap(p, 8 * MiB), 0);
-	assert_int_equal(hz_promote_used(at, 6 * MiB), HZ_FRONT_WAIT);
+	assert_int_equal(hz_promote_used(at, 6 * MiB, counts, 4), HZ_FRONT_WAIT);
 }
 
 static void sparse_block_stays_on_4k_pages(void **state)

@@ -9,12 +9,13 @@
 #include "../promote_density.h"
 #include "../sizes.h"
 
-_Static_assert(HZ_GUESS_MAX / HZ_SZ_2M <= HZ_PROMOTE_USED_UNITS,
-	       "a range that may earn its class THP at map time is judged whole");
-
 void hz_evidence_judge(size_t size, uintptr_t start, size_t len)
 {
-	enum hz_front verdict = hz_promote_used(start, len);
+	/* Counts for the largest range that may earn its class THP at map
+	 * time, on the program's stack. */
+	uint16_t resident[HZ_GUESS_MAX / HZ_SZ_2M];
+	enum hz_front verdict = hz_promote_used(start, len, resident,
+						sizeof(resident) / sizeof(resident[0]));
 
 	hz_debug("mmap of %zu bytes at %p judged at the next of its size: %s", size,
 		 (void *)start, verdict == HZ_FRONT_DENSE ? "dense" :
