@@ -228,7 +228,7 @@ static double huge_page_rate(void)
  * a fault's trap is the machine's. */
 static double small_page_rate(void)
 {
-	static double measured; /* racing first callers measure twice; harmless */
+	static double measured;
 	double r;
 	char *mem;
 	uint64_t t0;
@@ -255,13 +255,27 @@ bool hz_backing_fresh_thp_fast(void)
 {
 	static uint64_t measured_at;
 	static int fast;
+	static pid_t measuring; /* the process measuring now, or 0 */
 	uint64_t now = hz_prim_now_ns(), at = __atomic_load_n(&measured_at, __ATOMIC_RELAXED);
+	pid_t me, other = 0;
 	double thp, small = 0;
 
 	if (!hz_config()->thp_check || hz_config()->populate)
 		return true;
 	if (at != 0 && now - at < FRESH_RATE_NS)
 		return __atomic_load_n(&fast, __ATOMIC_RELAXED);
+	/* One measure at a time: a second caller (the pre-zero thread and a
+	 * program thread at once) takes the last verdict, or trusts THP
+	 * before the first, and never waits: it may be a signal handler's
+	 * mmap. The scratch pages of two measures are then never written at
+	 * once, and each measure happens after the last (acquire, release).
+	 * A fork child takes over a measure its parent's thread left. */
+	me = hz_prim_getpid();
+	if (!__atomic_compare_exchange_n(&measuring, &other, me, false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED) &&
+	    (other == me || !__atomic_compare_exchange_n(&measuring, &other, me, false,
+							 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
+		return at == 0 || __atomic_load_n(&fast, __ATOMIC_RELAXED);
 	thp = huge_page_rate();
 	if (thp >= 0)
 		small = small_page_rate();
@@ -269,6 +283,7 @@ bool hz_backing_fresh_thp_fast(void)
 	 * is trusted, as with HUGEZERO_THP_CHECK=0. */
 	__atomic_store_n(&fast, thp < 0 || small < 0 || thp >= small, __ATOMIC_RELAXED);
 	__atomic_store_n(&measured_at, now ? now : 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&measuring, 0, __ATOMIC_RELEASE);
 	hz_debug("fresh THP faulted at %.2f GB/s, 4 KiB pages at %.2f", thp, small);
 	return __atomic_load_n(&fast, __ATOMIC_RELAXED);
 }
