@@ -93,6 +93,53 @@ int hz_promote_front(uintptr_t start, size_t n, uint16_t *resident, enum hz_fron
 	return 0;
 }
 
+uint16_t hz_promote_front_level(const uint16_t *resident, size_t n, bool touched)
+{
+	uint16_t least[HZ_FRONT_EDGES + 1]; /* the least counts, ascending */
+	size_t counted = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t j;
+
+		if (touched && resident[i] == 0)
+			continue;
+		if (counted < HZ_FRONT_EDGES + 1)
+			j = counted++;
+		else if (resident[i] < least[HZ_FRONT_EDGES])
+			j = HZ_FRONT_EDGES;
+		else
+			continue;
+		for (; j > 0 && least[j - 1] > resident[i]; j--)
+			least[j] = least[j - 1];
+		least[j] = resident[i];
+	}
+	return counted == HZ_FRONT_EDGES + 1 ? least[HZ_FRONT_EDGES] : 0;
+}
+
+enum hz_front hz_promote_front_strided(const uint16_t *resident, size_t n, uint16_t *level)
+{
+	uint16_t most = 0;
+	size_t reached = 0;
+
+	*level = hz_promote_front_level(resident, n, true);
+	if (*level < HZ_FRONT_STRIDED_MIN)
+		return HZ_FRONT_WAIT;
+	for (size_t i = 0; i < n; i++) {
+		if (resident[i] < *level)
+			continue;
+		reached++;
+		if (resident[i] > most)
+			most = resident[i];
+	}
+	if (reached <= HZ_FRONT_EDGES)
+		return HZ_FRONT_WAIT;
+	return (size_t)(most - *level) <=
+			       1 + (size_t)*level * HZ_PROMOTE_DENSE_MISSING /
+					   (HZ_SZ_2M / HZ_SZ_4K)
+		       ? HZ_FRONT_DENSE
+		       : HZ_FRONT_SPARSE;
+}
+
 /* The rule of promote_density.h on whole and partly touched units. */
 static enum hz_front used_judge(size_t whole, size_t partial)
 {

@@ -66,6 +66,36 @@ enum hz_front hz_promote_front_judge(const uint16_t *resident, size_t n, size_t 
 int hz_promote_front(uintptr_t start, size_t n, uint16_t *resident, enum hz_front *verdict,
 		     size_t *frontier);
 
+/* ---- a strided writer ----
+ *
+ * A program may fill a block column by column: ImageMagick writes a
+ * resized image so, a pixel of every row, then the next. Each 2 MiB page
+ * then holds as many touched 4 KiB pages as rows of the image fall in it,
+ * the same count in every page, and the first touches look sparse. Random
+ * updates give uneven counts instead, and a program that writes one field
+ * of each record gives even ones that never grow. So a range whose pages
+ * hold even counts (hz_promote_front_strided), and whose every page holds
+ * more at a later look, is being filled: its pages are collapsed at once
+ * (promote_first.c), where THP advice cannot help a page already touched.
+ * Each page must hold HZ_FRONT_STRIDED_MIN pages first, so a collapse at
+ * most multiplies the RSS of what it collapses by 16: stacks of 1 MiB in
+ * one block, each touched a page or two deeper at a time, stay on 4 KiB
+ * pages. */
+#define HZ_FRONT_STRIDED_MIN 32
+
+/* The count of the 2 MiB pages of resident[n] below which only
+ * HZ_FRONT_EDGES of them fall (the pages a writer per thread is in now),
+ * among the touched ones (touched) or all. 0 when too few are counted. */
+uint16_t hz_promote_front_level(const uint16_t *resident, size_t n, bool touched);
+
+/* Whether resident[n]'s touched pages, but for those below the level,
+ * hold even counts, within one page and a 16th (HZ_PROMOTE_DENSE_MISSING
+ * of 512) of each other: HZ_FRONT_DENSE when they do, HZ_FRONT_SPARSE when
+ * they do not, HZ_FRONT_WAIT while the level is below
+ * HZ_FRONT_STRIDED_MIN or no more than HZ_FRONT_EDGES pages reach it (a
+ * writer's first pass, part way). *level: the touched pages' level. Pure. */
+enum hz_front hz_promote_front_strided(const uint16_t *resident, size_t n, uint16_t *level);
+
 /* ---- a range the program has moved on from ----
  *
  * The evidence a range leaves for the next of its size (preload/mmap.c,

@@ -7,16 +7,23 @@
  * program has not reached, above the last page touched and below the
  * first, get MADV_HUGEPAGE, so its next faults there are one huge fault
  * each instead of 512 small ones; sparse, the watch ends and
- * the range is left to the collapse; otherwise the next look decides. */
+ * the range is left to the collapse, unless it may be a writer of columns
+ * (promote_density.h): counts too few to tell keep it watched, and even
+ * ones make it looked at every FIRST_TOUCH_TICK_NS and collapsed once
+ * every page holds more; otherwise the next look decides. */
 #include "promote.h"
 
+#include <errno.h>
 #include <sys/mman.h>
 
 #include "backing.h"
+#include "classes.h"
 #include "log.h"
 #include "promote_density.h"
 #include "promote_impl.h"
+#include "prim/memory.h"
 #include "prim/prim.h"
+#include "promote_share.h"
 #include "sizes.h"
 #include "stats.h"
 
@@ -48,6 +55,62 @@ static void advise_untouched(struct hz_promote_slot *s, uintptr_t from, uintptr_
 		 (void *)s->start, to - from, (void *)from);
 }
 
+/* Collapse s's 2 MiB pages from its start while what they add to the RSS
+ * stays within HZ_GUESS_MAX (classes.h), the most a guess may cost: a
+ * page collapsed already adds nothing. Not held to the collapse's CPU
+ * share (promote_share.h), which is for memory the program may no longer
+ * use: these collapses take the faults of pages it is writing now off its
+ * path. The time is counted in the share all the same. Returns false when
+ * a page was busy (the program faulting in it): the next look goes on. */
+static bool collapse_strided(struct hz_promote_slot *s, const uint16_t *resident, size_t n)
+{
+	size_t added = 0, collapsed = 0;
+	int ret = 0;
+
+	if (!hz_backing_fresh_thp_fast())
+		return true;
+	for (size_t i = 0; i < n && !(__atomic_load_n(&s->word, __ATOMIC_ACQUIRE) & ST_DEAD); i++) {
+		uint64_t cpu = hz_prim_thread_cpu_ns();
+
+		added += (HZ_SZ_2M / HZ_SZ_4K - resident[i]) * HZ_SZ_4K;
+		if (added > HZ_GUESS_MAX)
+			break;
+		if (resident[i] == HZ_SZ_2M / HZ_SZ_4K)
+			continue;
+		ret = hz_prim_collapse(s->start + i * HZ_SZ_2M, HZ_SZ_2M);
+		cpu = hz_prim_thread_cpu_ns() - cpu;
+		hz_stats_add(promote_ns, cpu);
+		hz_promote_share_spend(cpu);
+		if (ret == 0) {
+			hz_stats_add(promote_collapsed_bytes, HZ_SZ_2M);
+			collapsed += HZ_SZ_2M;
+		} else if (ret != -EINVAL) { /* EINVAL: a VMA boundary cuts this page */
+			break;
+		}
+	}
+	hz_debug("%zu bytes at %p written in strides: %zu bytes collapsed", s->len,
+		 (void *)s->start, collapsed);
+	return ret != -EAGAIN && ret != -EBUSY;
+}
+
+/* A range whose first touches look sparse: whether it may be a strided
+ * writer to watch on (promote_density.h), collapsed once every page grew. */
+static bool watch_strided(struct hz_promote_slot *s, const uint16_t *resident, size_t n)
+{
+	uint16_t level;
+
+	if (s->strided_level == 0) {
+		enum hz_front even = hz_promote_front_strided(resident, n, &level);
+
+		if (even == HZ_FRONT_DENSE)
+			__atomic_store_n(&s->strided_level, level, __ATOMIC_RELAXED);
+		return even != HZ_FRONT_SPARSE;
+	}
+	if (hz_promote_front_level(resident, n, false) <= s->strided_level)
+		return true; /* not grown yet, or mid-pass */
+	return !collapse_strided(s, resident, n);
+}
+
 static void look_at_first_touches(struct hz_promote_slot *s, struct hz_promote_budget *b)
 {
 	uint16_t resident[HZ_PROMOTE_DENSE_MAX];
@@ -60,7 +123,9 @@ static void look_at_first_touches(struct hz_promote_slot *s, struct hz_promote_b
 	if ((b->now > s->since && b->now - s->since > first_touch_ns) ||
 	    (s->kind == HZ_PROMOTE_BLOCK && !hz_promote_block_still_ours(s)) ||
 	    hz_promote_front(s->start, n, resident, &verdict, &frontier) != 0 ||
-	    verdict != HZ_FRONT_WAIT)
+	    ((verdict == HZ_FRONT_SPARSE || s->strided_level != 0) &&
+	     !watch_strided(s, resident, n)) ||
+	    verdict == HZ_FRONT_DENSE)
 		__atomic_store_n(&s->first_touch, false, __ATOMIC_RELAXED);
 	if (verdict != HZ_FRONT_DENSE)
 		return;
@@ -80,6 +145,7 @@ uint64_t hz_promote_first_touch_pass(uint64_t now)
 {
 	struct hz_promote_budget b = { .now = now };
 	uint64_t youngest = 0, age;
+	bool strided = false;
 
 	if (now >= __atomic_load_n(&first_touch_until, __ATOMIC_RELAXED))
 		return UINT64_MAX;
@@ -99,9 +165,15 @@ uint64_t hz_promote_first_touch_pass(uint64_t now)
 		 * range in the slot. An old time wakes the thread early, a 0
 		 * (not stored yet) not at all: the tracker wakes it then. */
 		since = __atomic_load_n(&s->since, __ATOMIC_RELAXED);
-		if (__atomic_load_n(&s->first_touch, __ATOMIC_RELAXED) && since > youngest)
+		if (!__atomic_load_n(&s->first_touch, __ATOMIC_RELAXED))
+			continue;
+		if (since > youngest)
 			youngest = since;
+		if (__atomic_load_n(&s->strided_level, __ATOMIC_RELAXED) != 0)
+			strided = true;
 	}
+	if (strided)
+		return FIRST_TOUCH_TICK_NS;
 	if (youngest == 0) /* none watched: until the next range is tracked */
 		return UINT64_MAX;
 	age = now > youngest ? now - youngest : 0;

@@ -29,6 +29,8 @@ struct hz_promote_slot {
 	bool whole;      /* every segment found dense and collapsed (or refused) */
 	uint16_t failures;
 	uint16_t refused; /* 2 MiB pages refused (EINVAL), left on 4 KiB pages */
+	uint16_t strided_level; /* first touches: pages per 2 MiB page when
+				 * seen even (promote_density.h), or 0 */
 	uintptr_t start;
 	size_t len;      /* whole 2 MiB pages */
 	size_t class_len; /* a block's length, the size class its evidence is for */

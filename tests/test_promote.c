@@ -169,6 +169,40 @@ static void first_touches_are_judged_dense_sparse_or_not_yet(void **state)
 	}
 }
 
+/* The rule on a strided writer (promote_density.h): even counts in the
+ * touched pages but for the HZ_FRONT_EDGES least, at least
+ * HZ_FRONT_STRIDED_MIN each. */
+static void even_counts_tell_a_strided_writer(void **state)
+{
+	static const struct {
+		uint16_t resident[6];
+		enum hz_front even;
+		uint16_t level;
+	} cases[] = {
+		{ { 75, 75, 74, 75, 75, 74 }, HZ_FRONT_DENSE, 75 }, /* a row's pixel in each page */
+		{ { 75, 75, 75, 57, 0, 0 }, HZ_FRONT_DENSE, 75 }, /* mid-pass: edges left out */
+		{ { 150, 150, 75, 75, 75, 75 }, HZ_FRONT_SPARSE, 75 }, /* a later pass */
+		{ { 80, 75, 75, 75, 75, 75 }, HZ_FRONT_DENSE, 75 }, /* within 1 + 75/16 */
+		{ { 81, 75, 75, 75, 75, 75 }, HZ_FRONT_SPARSE, 75 },
+		{ { 80, 75, 60, 90, 70, 75 }, HZ_FRONT_SPARSE, 75 }, /* random updates */
+		{ { 2, 2, 2, 2, 2, 2 }, HZ_FRONT_WAIT, 2 }, /* stacks a page deep */
+		{ { 75, 75, 10, 0, 0, 0 }, HZ_FRONT_WAIT, 75 }, /* a first pass, early */
+		{ { 75, 75, 0, 0, 0, 0 }, HZ_FRONT_WAIT, 0 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint16_t level = 99;
+
+		assert_int_equal(hz_promote_front_strided(cases[i].resident, 6, &level),
+				 cases[i].even);
+		assert_int_equal(level, cases[i].level);
+	}
+	/* Over all pages, untouched ones too: the level a pass must raise. */
+	assert_int_equal(hz_promote_front_level(cases[1].resident, 6, false), 57);
+	assert_int_equal(hz_promote_front_level(cases[2].resident, 6, false), 75);
+}
+
 /* A range the program has moved on from (hz_promote_used), on real memory
  * on 4 KiB pages: dense where units are written whole but for the one the
  * program stopped in; sparse where touched otherwise; no evidence while
@@ -271,6 +305,80 @@ static void first_dense_writes_from_the_end_get_the_pages_below_thp(void **state
 	for (size_t i = 0; i < len; i += 4096)
 		assert_int_equal(p[i], i < len - tail ? 7 : 6);
 	hz_recycle_free(p);
+	unsetenv("HUGEZERO_THP_CHECK");
+	hz_options_reload();
+}
+
+/* Write page column k of a block in rows of ROW_LEN: one 4 KiB page of
+ * each row, as a writer of an image's columns does. */
+#define ROW_LEN (32 * 1024)
+static void write_column(char *p, size_t len, size_t k, char value)
+{
+	for (size_t row = 0; row < len; row += ROW_LEN)
+		p[row + k * 4096] = value;
+}
+
+/* A fresh block written column by column: its first touches look sparse,
+ * but even (64 pages in each 2 MiB); once a second column raises every
+ * page, the block is collapsed, before the program has written the rest. */
+static void a_block_written_in_columns_is_collapsed_once_it_grows(void **state)
+{
+	size_t len = 32 * MiB;
+	uint64_t before = hz_stats.promote_collapsed_bytes;
+	char *p;
+
+	(void)state;
+	need_promotion();
+	setenv("HUGEZERO_THP_CHECK", "0", 1);
+	hz_options_reload();
+	hz_recycle_drain(); /* a fresh block, tracked now */
+	hz_classes_test_reset(); /* no evidence for THP at first touch */
+	assert_int_equal(hz_recycle_alloc(len, 0, false, (void **)&p), 0);
+	write_column(p, len, 0, 1);
+	usleep(100000); /* seen even */
+	assert_int_equal(hz_stats.promote_collapsed_bytes, before);
+	write_column(p, len, 1, 2);
+	assert_true(wait_huge(p, len, len >> 10));
+	assert_true(hz_stats.promote_collapsed_bytes >= before + len);
+	for (size_t k = 2; k < ROW_LEN / 4096; k++)
+		write_column(p, len, k, (char)(k + 1));
+	for (size_t off = 0; off < len; off += 4096)
+		assert_int_equal(p[off], (char)((off % ROW_LEN) / 4096 + 1));
+	hz_recycle_free(p);
+	unsetenv("HUGEZERO_THP_CHECK");
+	hz_options_reload();
+}
+
+/* Even counts that do not grow (a field of each record written once), or
+ * that grow a page at a time (a block of 1 MiB stacks each a page or two
+ * deep): no collapse. */
+static void even_writes_that_stay_few_are_never_collapsed(void **state)
+{
+	size_t len = 24 * MiB; /* not the class above */
+	uint64_t before = hz_stats.promote_collapsed_bytes;
+	char *p, *q;
+
+	(void)state;
+	need_promotion();
+	setenv("HUGEZERO_THP_CHECK", "0", 1);
+	hz_options_reload();
+	hz_recycle_drain();
+	hz_classes_test_reset();
+	assert_int_equal(hz_recycle_alloc(len, 0, false, (void **)&p), 0);
+	assert_int_equal(hz_recycle_alloc(len, 0, false, (void **)&q), 0);
+	write_column(p, len, 0, 1);
+	for (size_t off = 0; off < len; off += MiB)
+		q[off + MiB - 4096] = 1;
+	usleep(100000);
+	for (size_t off = 0; off < len; off += MiB)
+		q[off + MiB - 8192] = 1;
+	usleep(300000);
+	assert_int_equal(huge_kb(p, len), 0);
+	assert_int_equal(huge_kb(q, len), 0);
+	assert_int_equal(hz_stats.promote_collapsed_bytes, before);
+	hz_recycle_free(p);
+	hz_recycle_free(q);
+	hz_recycle_drain();
 	unsetenv("HUGEZERO_THP_CHECK");
 	hz_options_reload();
 }
@@ -461,6 +569,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(first_touches_are_judged_dense_sparse_or_not_yet),
+		cmocka_unit_test(even_counts_tell_a_strided_writer),
 		cmocka_unit_test(a_range_moved_on_from_is_judged_by_the_units_it_touched),
 		cmocka_unit_test(sparse_block_stays_on_4k_pages),
 		cmocka_unit_test(first_dense_writes_get_the_rest_of_a_fresh_block_thp),
@@ -471,6 +580,10 @@ int main(void)
 		cmocka_unit_test(range_unmapped_during_promotion_is_left_alone),
 		cmocka_unit_test(collapses_wait_for_the_programs_cpu_share),
 		cmocka_unit_test(young_ranges_wait_for_the_delay),
+		/* Last: the evidence their blocks leave would give the size
+		 * classes above THP at first touch. */
+		cmocka_unit_test(a_block_written_in_columns_is_collapsed_once_it_grows),
+		cmocka_unit_test(even_writes_that_stay_few_are_never_collapsed),
 	};
 
 	/* The other tests time the promoter, not its delay or its share of a
