@@ -123,7 +123,7 @@ enum hz_front hz_promote_front_strided(const uint16_t *resident, size_t n, uint1
 
 	*level = hz_promote_front_level(resident, n, true);
 	if (*level < HZ_FRONT_STRIDED_MIN)
-		return HZ_FRONT_WAIT;
+		return *level == 0 ? HZ_FRONT_WAIT : HZ_FRONT_SPARSE;
 	for (size_t i = 0; i < n; i++) {
 		if (resident[i] < *level)
 			continue;

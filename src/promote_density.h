@@ -90,10 +90,10 @@ uint16_t hz_promote_front_level(const uint16_t *resident, size_t n, bool touched
 
 /* Whether resident[n]'s touched pages, but for those below the level,
  * hold even counts, within one page and a 16th (HZ_PROMOTE_DENSE_MISSING
- * of 512) of each other: HZ_FRONT_DENSE when they do, HZ_FRONT_SPARSE when
- * they do not, HZ_FRONT_WAIT while the level is below
- * HZ_FRONT_STRIDED_MIN or no more than HZ_FRONT_EDGES pages reach it (a
- * writer's first pass, part way). *level: the touched pages' level. Pure. */
+ * of 512) of each other, and at least HZ_FRONT_STRIDED_MIN: HZ_FRONT_DENSE
+ * when they do, HZ_FRONT_SPARSE when they do not, HZ_FRONT_WAIT while too
+ * few pages are touched or reach the level to tell (a writer's first
+ * pass, part way). *level: the touched pages' level. Pure. */
 enum hz_front hz_promote_front_strided(const uint16_t *resident, size_t n, uint16_t *level);
 
 /* ---- a range the program has moved on from ----

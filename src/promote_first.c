@@ -8,8 +8,8 @@
  * first, get MADV_HUGEPAGE, so its next faults there are one huge fault
  * each instead of 512 small ones; sparse, the watch ends and
  * the range is left to the collapse, unless it may be a writer of columns
- * (promote_density.h): counts too few to tell keep it watched, and even
- * ones make it looked at every FIRST_TOUCH_TICK_NS and collapsed once
+ * (promote_density.h): a first pass part way keeps it watched, and even
+ * counts make it looked at every FIRST_TOUCH_TICK_NS and collapsed once
  * every page holds more; otherwise the next look decides. */
 #include "promote.h"
 

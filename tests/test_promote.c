@@ -185,7 +185,8 @@ static void even_counts_tell_a_strided_writer(void **state)
 		{ { 80, 75, 75, 75, 75, 75 }, HZ_FRONT_DENSE, 75 }, /* within 1 + 75/16 */
 		{ { 81, 75, 75, 75, 75, 75 }, HZ_FRONT_SPARSE, 75 },
 		{ { 80, 75, 60, 90, 70, 75 }, HZ_FRONT_SPARSE, 75 }, /* random updates */
-		{ { 2, 2, 2, 2, 2, 2 }, HZ_FRONT_WAIT, 2 }, /* stacks a page deep */
+		{ { 2, 2, 2, 2, 2, 2 }, HZ_FRONT_SPARSE, 2 }, /* stacks a page deep */
+		{ { 31, 31, 31, 31, 31, 31 }, HZ_FRONT_SPARSE, 31 },
 		{ { 75, 75, 10, 0, 0, 0 }, HZ_FRONT_WAIT, 75 }, /* a first pass, early */
 		{ { 75, 75, 0, 0, 0, 0 }, HZ_FRONT_WAIT, 0 },
 	};
