@@ -243,19 +243,23 @@ bool hz_class_mmap_thp(size_t bytes)
 
 /* The distance from one sample to the next after confirmed dense verdicts
  * in a row (classes.h); and whether a further one would lengthen it. */
-static int32_t sample_distance(size_t bytes, unsigned confirmed)
+static size_t sample_most(size_t bytes)
 {
 	size_t most = HZ_GUESS_MAX / (bytes ? bytes : 1);
-	size_t d = (size_t)HZ_MMAP_SAMPLE << confirmed;
 
-	if (d > most)
-		d = most;
-	return d < HZ_MMAP_SAMPLE ? HZ_MMAP_SAMPLE : (int32_t)d;
+	return most > 1 ? most : 1;
+}
+
+static int32_t sample_distance(size_t bytes, unsigned confirmed)
+{
+	size_t d = (size_t)2 << confirmed;
+
+	return (int32_t)(d < sample_most(bytes) ? d : sample_most(bytes));
 }
 
 static bool sample_may_grow(size_t bytes, unsigned confirmed)
 {
-	return ((size_t)HZ_MMAP_SAMPLE << confirmed) < HZ_GUESS_MAX / (bytes ? bytes : 1);
+	return ((size_t)2 << confirmed) < sample_most(bytes);
 }
 
 void hz_class_note_mmap(size_t bytes, bool dense)

@@ -179,15 +179,15 @@ void hz_class_note_dense(size_t bytes, bool dense);
 
 /* A sample: one mmap of a class with dense evidence starts on 4 KiB pages
  * all the same, so that its use renews or revokes the evidence. The first
- * comes HZ_MMAP_SAMPLE mmaps after the evidence, and each dense verdict in
- * a row doubles the distance to the next, while the mmaps trusted between
- * two samples hold at most HZ_GUESS_MAX, the most a wrong guess may cost
- * (a class turning sparse). At a fixed distance of 4, CPython's arenas
- * took windows 301 times in 406 (pieces), at a growing one 391, and
- * python-work ran 4% faster; cc1's 46 GC mmaps of 2 MiB left 4 on 4 KiB
- * pages instead of 12 (bench/RESULTS.md, "samples of cc1's mmaps and
- * CPython's arenas"). */
-#define HZ_MMAP_SAMPLE 4
+ * comes 2 mmaps after the evidence, and each dense verdict in a row
+ * doubles the distance to the next, while the mmaps trusted between two
+ * samples hold at most HZ_GUESS_MAX, the most a wrong guess may cost (a
+ * class turning sparse): a class of 64 MiB is sampled at every mmap. At a
+ * fixed distance of 4, CPython's arenas took windows 301 times in 406
+ * (pieces), at a growing one 391, and python-work ran 4% faster; cc1's 46
+ * GC mmaps of 2 MiB left 4 on 4 KiB pages instead of 12 (bench/RESULTS.md,
+ * "samples of cc1's mmaps and CPython's arenas"). Starting at 2 rather
+ * than 4 was a tie (bench/RESULTS.md, "The first sample"). */
 
 /* Whether the program's next mmap of bytes takes huge pages at once: its
  * class's last mmap judged was used densely, and it is not a sample. */

@@ -139,12 +139,12 @@ static int trusted_before_a_sample(size_t bytes)
 }
 
 /* A class's mmaps take huge pages at once on dense evidence, all but
- * samples: 4 apart, then 8, 16, ... while dense verdicts come in a row,
+ * samples: 2 apart, then 4, 8, ... while dense verdicts come in a row,
  * as long as the mmaps trusted between two hold at most 64 MiB
  * (HZ_GUESS_MAX); a sparse verdict ends it, a dense one starts over. */
 static void samples_grow_apart_while_the_evidence_holds(void **state)
 {
-	static const int trusted_2m[] = { 3, 7, 15, 31, 31 };
+	static const int trusted_2m[] = { 1, 3, 7, 15, 31, 31 };
 
 	(void)state;
 	assert_false(hz_class_mmap_thp(2 * MiB)); /* no evidence yet */
@@ -156,13 +156,15 @@ static void samples_grow_apart_while_the_evidence_holds(void **state)
 	hz_class_note_mmap(2 * MiB, false);
 	assert_false(hz_class_mmap_thp(2 * MiB));
 	hz_class_note_mmap(2 * MiB, true);
-	assert_int_equal(trusted_before_a_sample(2 * MiB), 3);
+	assert_int_equal(trusted_before_a_sample(2 * MiB), 1);
 
 	for (int i = 0; i < 3; i++) {
 		hz_class_note_mmap(8 * MiB, true);
-		assert_int_equal(trusted_before_a_sample(8 * MiB), i == 0 ? 3 : 7);
-		hz_class_note_mmap(32 * MiB, true); /* never further than 4 apart */
-		assert_int_equal(trusted_before_a_sample(32 * MiB), 3);
+		assert_int_equal(trusted_before_a_sample(8 * MiB), i == 0 ? 1 : i == 1 ? 3 : 7);
+		hz_class_note_mmap(32 * MiB, true); /* never further than 2 apart */
+		assert_int_equal(trusted_before_a_sample(32 * MiB), 1);
+		hz_class_note_mmap(64 * MiB, true); /* every one a sample */
+		assert_int_equal(trusted_before_a_sample(64 * MiB), 0);
 	}
 	hz_class_note_mmap(256 * 1024, true); /* a piece: 256 apart at most */
 	for (int i = 0; i < 8; i++)
