@@ -251,10 +251,26 @@ static void sparse_block_stays_on_4k_pages(void **state)
 	hz_recycle_free(p);
 }
 
+/* Tests of the first touches: HUGEZERO_THP_CHECK=0 (whether fresh THP
+ * faults faster than 4 KiB pages here is not the question), and the kept
+ * blocks released, so that the next block is fresh and tracked at once. */
+static void first_touches_test_begin(void)
+{
+	need_promotion();
+	setenv("HUGEZERO_THP_CHECK", "0", 1);
+	hz_options_reload();
+	hz_recycle_drain();
+}
+
+static void first_touches_test_end(void)
+{
+	unsetenv("HUGEZERO_THP_CHECK");
+	hz_options_reload();
+}
+
 /* A fresh block whose first 4 MiB are written densely gets THP advice on
  * the rest before the program gets there: its later writes fault huge
- * pages (HUGEZERO_THP_CHECK=0: whether fresh THP faults faster than 4 KiB
- * pages here is not the question). */
+ * pages. */
 static void first_dense_writes_get_the_rest_of_a_fresh_block_thp(void **state)
 {
 	size_t len = 64 * MiB, head = 4 * MiB;
@@ -262,10 +278,7 @@ static void first_dense_writes_get_the_rest_of_a_fresh_block_thp(void **state)
 	char *p;
 
 	(void)state;
-	need_promotion();
-	setenv("HUGEZERO_THP_CHECK", "0", 1);
-	hz_options_reload();
-	hz_recycle_drain(); /* a fresh block, tracked now */
+	first_touches_test_begin();
 	assert_int_equal(hz_recycle_alloc(len, 0, false, (void **)&p), 0);
 	assert_int_equal(hz_stats.thp_up_front, up_front); /* lazy, not THP at once */
 	memset(p, 6, head);
@@ -277,8 +290,7 @@ static void first_dense_writes_get_the_rest_of_a_fresh_block_thp(void **state)
 	for (size_t i = 0; i < len; i += 4096)
 		assert_int_equal(p[i], i < head ? 6 : 7);
 	hz_recycle_free(p);
-	unsetenv("HUGEZERO_THP_CHECK");
-	hz_options_reload();
+	first_touches_test_end();
 }
 
 /* The same for a writer going down from the block's end (ImageMagick
@@ -290,10 +302,7 @@ static void first_dense_writes_from_the_end_get_the_pages_below_thp(void **state
 	char *p;
 
 	(void)state;
-	need_promotion();
-	setenv("HUGEZERO_THP_CHECK", "0", 1);
-	hz_options_reload();
-	hz_recycle_drain();
+	first_touches_test_begin();
 	assert_int_equal(hz_recycle_alloc(len, 0, false, (void **)&p), 0);
 	for (size_t off = len; off > len - tail; off -= 4096)
 		p[off - 4096] = 6;
@@ -306,8 +315,7 @@ static void first_dense_writes_from_the_end_get_the_pages_below_thp(void **state
 	for (size_t i = 0; i < len; i += 4096)
 		assert_int_equal(p[i], i < len - tail ? 7 : 6);
 	hz_recycle_free(p);
-	unsetenv("HUGEZERO_THP_CHECK");
-	hz_options_reload();
+	first_touches_test_end();
 }
 
 /* Write page column k of a block in rows of ROW_LEN: one 4 KiB page of
@@ -329,10 +337,7 @@ static void a_block_written_in_columns_is_collapsed_once_it_grows(void **state)
 	char *p;
 
 	(void)state;
-	need_promotion();
-	setenv("HUGEZERO_THP_CHECK", "0", 1);
-	hz_options_reload();
-	hz_recycle_drain(); /* a fresh block, tracked now */
+	first_touches_test_begin();
 	hz_classes_test_reset(); /* no evidence for THP at first touch */
 	assert_int_equal(hz_recycle_alloc(len, 0, false, (void **)&p), 0);
 	write_column(p, len, 0, 1);
@@ -346,8 +351,7 @@ static void a_block_written_in_columns_is_collapsed_once_it_grows(void **state)
 	for (size_t off = 0; off < len; off += 4096)
 		assert_int_equal(p[off], (char)((off % ROW_LEN) / 4096 + 1));
 	hz_recycle_free(p);
-	unsetenv("HUGEZERO_THP_CHECK");
-	hz_options_reload();
+	first_touches_test_end();
 }
 
 /* Even counts that do not grow (a field of each record written once), or
@@ -360,10 +364,7 @@ static void even_writes_that_stay_few_are_never_collapsed(void **state)
 	char *p, *q;
 
 	(void)state;
-	need_promotion();
-	setenv("HUGEZERO_THP_CHECK", "0", 1);
-	hz_options_reload();
-	hz_recycle_drain();
+	first_touches_test_begin();
 	hz_classes_test_reset();
 	assert_int_equal(hz_recycle_alloc(len, 0, false, (void **)&p), 0);
 	assert_int_equal(hz_recycle_alloc(len, 0, false, (void **)&q), 0);
@@ -380,8 +381,7 @@ static void even_writes_that_stay_few_are_never_collapsed(void **state)
 	hz_recycle_free(p);
 	hz_recycle_free(q);
 	hz_recycle_drain();
-	unsetenv("HUGEZERO_THP_CHECK");
-	hz_options_reload();
+	first_touches_test_end();
 }
 
 static void densely_written_block_is_collapsed_within_a_bounded_wait(void **state)
