@@ -9,8 +9,8 @@
  * each instead of 512 small ones; sparse, the watch ends and
  * the range is left to the collapse, unless it may be a writer of columns
  * (promote_density.h): a first pass part way keeps it watched, and even
- * counts make it looked at every FIRST_TOUCH_TICK_NS and collapsed once
- * every page holds more; otherwise the next look decides. */
+ * counts make it looked at as a new range is, from then on, and collapsed
+ * once every page holds more; otherwise the next look decides. */
 #include "promote.h"
 
 #include <errno.h>
@@ -36,7 +36,10 @@
  * writes replace the zero page (xz) its other CPU's TLB flushes: 0.15-0.20
  * s of system time against glibc's 0.10-0.15, as a thread of nothing but
  * 2 ms sleeps did; one that slept 10 s cost nothing (bench/RESULTS.md,
- * "The first touches looked at less often"). */
+ * "The first touches looked at less often"). A range seen written in
+ * strides counts its age from then: the next column comes within
+ * milliseconds, and counts that never grow (one field of each record)
+ * are not looked at every 2 ms for the rest of the second. */
 #define FIRST_TOUCH_NS HZ_NS_PER_SEC
 static uint64_t first_touch_ns = FIRST_TOUCH_NS; /* tests set it */
 #define FIRST_TOUCH_TICK_NS (2 * HZ_NS_PER_MS)
@@ -95,15 +98,18 @@ static bool collapse_strided(struct hz_promote_slot *s, const uint16_t *resident
 
 /* A range whose first touches look sparse: whether it may be a strided
  * writer to watch on (promote_density.h), collapsed once every page grew. */
-static bool watch_strided(struct hz_promote_slot *s, const uint16_t *resident, size_t n)
+static bool watch_strided(struct hz_promote_slot *s, const uint16_t *resident, size_t n,
+			  uint64_t now)
 {
 	uint16_t level;
 
 	if (s->strided_level == 0) {
 		enum hz_front even = hz_promote_front_strided(resident, n, &level);
 
-		if (even == HZ_FRONT_DENSE)
+		if (even == HZ_FRONT_DENSE) {
+			__atomic_store_n(&s->strided_since, now, __ATOMIC_RELAXED);
 			__atomic_store_n(&s->strided_level, level, __ATOMIC_RELAXED);
+		}
 		return even != HZ_FRONT_SPARSE;
 	}
 	if (hz_promote_front_level(resident, n, false) <= s->strided_level)
@@ -124,7 +130,7 @@ static void look_at_first_touches(struct hz_promote_slot *s, struct hz_promote_b
 	    (s->kind == HZ_PROMOTE_BLOCK && !hz_promote_block_still_ours(s)) ||
 	    hz_promote_front(s->start, n, resident, &verdict, &frontier) != 0 ||
 	    ((verdict == HZ_FRONT_SPARSE || s->strided_level != 0) &&
-	     !watch_strided(s, resident, n)) ||
+	     !watch_strided(s, resident, n, b->now)) ||
 	    verdict == HZ_FRONT_DENSE)
 		__atomic_store_n(&s->first_touch, false, __ATOMIC_RELAXED);
 	if (verdict != HZ_FRONT_DENSE)
@@ -145,7 +151,6 @@ uint64_t hz_promote_first_touch_pass(uint64_t now)
 {
 	struct hz_promote_budget b = { .now = now };
 	uint64_t youngest = 0, age;
-	bool strided = false;
 
 	if (now >= __atomic_load_n(&first_touch_until, __ATOMIC_RELAXED))
 		return UINT64_MAX;
@@ -164,16 +169,14 @@ uint64_t hz_promote_first_touch_pass(uint64_t now)
 		/* Out of the visit: a program thread may be tracking a new
 		 * range in the slot. An old time wakes the thread early, a 0
 		 * (not stored yet) not at all: the tracker wakes it then. */
-		since = __atomic_load_n(&s->since, __ATOMIC_RELAXED);
+		since = __atomic_load_n(&s->strided_level, __ATOMIC_RELAXED) != 0
+				? __atomic_load_n(&s->strided_since, __ATOMIC_RELAXED)
+				: __atomic_load_n(&s->since, __ATOMIC_RELAXED);
 		if (!__atomic_load_n(&s->first_touch, __ATOMIC_RELAXED))
 			continue;
 		if (since > youngest)
 			youngest = since;
-		if (__atomic_load_n(&s->strided_level, __ATOMIC_RELAXED) != 0)
-			strided = true;
 	}
-	if (strided)
-		return FIRST_TOUCH_TICK_NS;
 	if (youngest == 0) /* none watched: until the next range is tracked */
 		return UINT64_MAX;
 	age = now > youngest ? now - youngest : 0;

@@ -35,6 +35,7 @@ struct hz_promote_slot {
 	size_t len;      /* whole 2 MiB pages */
 	size_t class_len; /* a block's length, the size class its evidence is for */
 	uint64_t since;  /* tracked at (ns) */
+	uint64_t strided_since; /* first touches: seen even at (ns) */
 	uint32_t seg_hp; /* 2 MiB pages per segment */
 	uint32_t nseg, cursor, resume;
 	uint64_t seg_done[SEG_MAX / 64];

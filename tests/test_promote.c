@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -23,6 +24,7 @@
 #include "classes.h"
 #include "config.h"
 #include "prezero.h"
+#include "prezero_impl.h" /* pz_tid: the thread's wakes */
 #include "promote.h"
 #include "promote_density.h"
 #include "promote_share.h"
@@ -384,6 +386,51 @@ static void even_writes_that_stay_few_are_never_collapsed(void **state)
 	first_touches_test_end();
 }
 
+/* The pre-zero thread's voluntary context switches: its sleeps, so its
+ * wakes. */
+static long thread_wakes(void)
+{
+	char path[64], line[128];
+	long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status",
+		 __atomic_load_n(&pz_tid, __ATOMIC_ACQUIRE));
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
+			break;
+	fclose(f);
+	assert_true(n >= 0);
+	return n;
+}
+
+/* A writer of one column that stops: once its range is seen even, it is
+ * looked at less and less often, as a young range is, not every 2 ms
+ * for the rest of its first second (a wake costs a single-threaded
+ * program TLB flushes, promote_first.c). */
+static void even_writes_that_stop_are_looked_at_ever_less_often(void **state)
+{
+	size_t len = 32 * MiB;
+	long before;
+	char *p;
+
+	(void)state;
+	first_touches_test_begin();
+	hz_classes_test_reset();
+	assert_int_equal(hz_recycle_alloc(len, 0, false, (void **)&p), 0);
+	write_column(p, len, 0, 1);
+	usleep(50000); /* seen even */
+	before = thread_wakes();
+	usleep(400000); /* 200 looks at 2 ms; about 12 at half the age */
+	assert_true(thread_wakes() - before < 60);
+	assert_int_equal(huge_kb(p, len), 0);
+	hz_recycle_free(p);
+	hz_recycle_drain();
+	first_touches_test_end();
+}
+
 static void densely_written_block_is_collapsed_within_a_bounded_wait(void **state)
 {
 	size_t len = 32 * MiB;
@@ -585,6 +632,7 @@ int main(void)
 		 * classes above THP at first touch. */
 		cmocka_unit_test(a_block_written_in_columns_is_collapsed_once_it_grows),
 		cmocka_unit_test(even_writes_that_stay_few_are_never_collapsed),
+		cmocka_unit_test(even_writes_that_stop_are_looked_at_ever_less_often),
 	};
 
 	/* The other tests time the promoter, not its delay or its share of a
