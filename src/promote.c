@@ -314,6 +314,7 @@ bool hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind)
 	__atomic_store_n(&s->whole, false, __ATOMIC_RELAXED);
 	s->failures = s->refused = 0;
 	__atomic_store_n(&s->strided_level, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->strided_since, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->first_touch, true, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->start, start, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->len, hp * HZ_SZ_2M, __ATOMIC_RELAXED);

@@ -37,9 +37,10 @@
  * s of system time against glibc's 0.10-0.15, as a thread of nothing but
  * 2 ms sleeps did; one that slept 10 s cost nothing (bench/RESULTS.md,
  * "The first touches looked at less often"). A range seen written in
- * strides counts its age from then: the next column comes within
- * milliseconds, and counts that never grow (one field of each record)
- * are not looked at every 2 ms for the rest of the second. */
+ * strides counts its age, and its second, from the last look that saw it
+ * being written: the next column comes within milliseconds, counts that
+ * never grow (one field of each record) are not looked at every 2 ms for
+ * the rest of the second, and a writer seen late is still collapsed. */
 #define FIRST_TOUCH_NS HZ_NS_PER_SEC
 static uint64_t first_touch_ns = FIRST_TOUCH_NS; /* tests set it */
 #define FIRST_TOUCH_TICK_NS (2 * HZ_NS_PER_MS)
@@ -96,8 +97,18 @@ static bool collapse_strided(struct hz_promote_slot *s, const uint16_t *resident
 	return ret != -EAGAIN && ret != -EBUSY;
 }
 
+/* s was seen being written in strides now: its looks and its watch count
+ * from now. */
+static void seen_striding(struct hz_promote_slot *s, uint64_t now)
+{
+	__atomic_store_n(&s->strided_since, now, __ATOMIC_RELAXED);
+	hz_promote_watch_from(now);
+}
+
 /* A range whose first touches look sparse: whether it may be a strided
- * writer to watch on (promote_density.h), collapsed once every page grew. */
+ * writer to watch on (promote_density.h), collapsed once every page grew.
+ * It is seen being written when seen even, and when a page was busy under
+ * the program's fault. */
 static bool watch_strided(struct hz_promote_slot *s, const uint16_t *resident, size_t n,
 			  uint64_t now)
 {
@@ -107,14 +118,17 @@ static bool watch_strided(struct hz_promote_slot *s, const uint16_t *resident, s
 		enum hz_front even = hz_promote_front_strided(resident, n, &level);
 
 		if (even == HZ_FRONT_DENSE) {
-			__atomic_store_n(&s->strided_since, now, __ATOMIC_RELAXED);
+			seen_striding(s, now);
 			__atomic_store_n(&s->strided_level, level, __ATOMIC_RELAXED);
 		}
 		return even != HZ_FRONT_SPARSE;
 	}
 	if (hz_promote_front_level(resident, n, false) <= s->strided_level)
 		return true; /* not grown yet, or mid-pass */
-	return !collapse_strided(s, resident, n);
+	if (collapse_strided(s, resident, n))
+		return false;
+	seen_striding(s, now);
+	return true;
 }
 
 static void look_at_first_touches(struct hz_promote_slot *s, struct hz_promote_budget *b)
@@ -122,11 +136,12 @@ static void look_at_first_touches(struct hz_promote_slot *s, struct hz_promote_b
 	uint16_t resident[HZ_PROMOTE_DENSE_MAX];
 	size_t n = s->len / HZ_SZ_2M, frontier, first = 0;
 	enum hz_front verdict = HZ_FRONT_SPARSE;
+	uint64_t since = s->strided_level != 0 ? s->strided_since : s->since;
 
 	if (n > HZ_PROMOTE_DENSE_MAX)
 		n = HZ_PROMOTE_DENSE_MAX; /* the first 8 GiB speak for the rest */
 	/* since may be after now: the range was tracked during this pass. */
-	if ((b->now > s->since && b->now - s->since > first_touch_ns) ||
+	if ((b->now > since && b->now - since > first_touch_ns) ||
 	    (s->kind == HZ_PROMOTE_BLOCK && !hz_promote_block_still_ours(s)) ||
 	    hz_promote_front(s->start, n, resident, &verdict, &frontier) != 0 ||
 	    ((verdict == HZ_FRONT_SPARSE || s->strided_level != 0) &&
