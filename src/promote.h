@@ -66,6 +66,10 @@ void hz_promote_test_kick(void);
  * long (promote.c's FIRST_TOUCH_NS otherwise), so that a busy machine's
  * wait for the idle-priority thread does not end the watch. */
 void hz_promote_test_first_touch_ns(uint64_t ns);
+/* Tests: whether the range watched from start was seen written in strides
+ * (promote_density.h), so that a test writes its next column only after
+ * the idle-priority thread has looked. */
+bool hz_promote_test_seen_strided(uintptr_t start);
 #endif
 
 #endif /* HZ_PROMOTE_H */

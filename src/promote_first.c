@@ -208,4 +208,17 @@ void hz_promote_test_first_touch_ns(uint64_t ns)
 {
 	first_touch_ns = ns;
 }
+
+bool hz_promote_test_seen_strided(uintptr_t start)
+{
+	for (unsigned i = 0; i < SLOTS; i++) {
+		const struct hz_promote_slot *s = &hz_promote_slots[i];
+
+		if (__atomic_load_n(&s->start, __ATOMIC_RELAXED) == start &&
+		    __atomic_load_n(&s->first_touch, __ATOMIC_RELAXED) &&
+		    __atomic_load_n(&s->strided_level, __ATOMIC_RELAXED) != 0)
+			return true;
+	}
+	return false;
+}
 #endif
