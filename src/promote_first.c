@@ -97,6 +97,15 @@ static bool collapse_strided(struct hz_promote_slot *s, const uint16_t *resident
 	return ret != -EAGAIN && ret != -EBUSY;
 }
 
+/* When s's first touches count from: its tracking, or the last look that
+ * saw it written in strides. Atomic: the pass reads it outside a visit. */
+static uint64_t watched_since(const struct hz_promote_slot *s)
+{
+	return __atomic_load_n(&s->strided_level, __ATOMIC_RELAXED) != 0
+		       ? __atomic_load_n(&s->strided_since, __ATOMIC_RELAXED)
+		       : __atomic_load_n(&s->since, __ATOMIC_RELAXED);
+}
+
 /* s was seen being written in strides now: its looks and its watch count
  * from now. */
 static void seen_striding(struct hz_promote_slot *s, uint64_t now)
@@ -136,7 +145,7 @@ static void look_at_first_touches(struct hz_promote_slot *s, struct hz_promote_b
 	uint16_t resident[HZ_PROMOTE_DENSE_MAX];
 	size_t n = s->len / HZ_SZ_2M, frontier, first = 0;
 	enum hz_front verdict = HZ_FRONT_SPARSE;
-	uint64_t since = s->strided_level != 0 ? s->strided_since : s->since;
+	uint64_t since = watched_since(s);
 
 	if (n > HZ_PROMOTE_DENSE_MAX)
 		n = HZ_PROMOTE_DENSE_MAX; /* the first 8 GiB speak for the rest */
@@ -184,9 +193,7 @@ uint64_t hz_promote_first_touch_pass(uint64_t now)
 		/* Out of the visit: a program thread may be tracking a new
 		 * range in the slot. An old time wakes the thread early, a 0
 		 * (not stored yet) not at all: the tracker wakes it then. */
-		since = __atomic_load_n(&s->strided_level, __ATOMIC_RELAXED) != 0
-				? __atomic_load_n(&s->strided_since, __ATOMIC_RELAXED)
-				: __atomic_load_n(&s->since, __ATOMIC_RELAXED);
+		since = watched_since(s);
 		if (!__atomic_load_n(&s->first_touch, __ATOMIC_RELAXED))
 			continue;
 		if (since > youngest)

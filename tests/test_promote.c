@@ -129,6 +129,18 @@ static bool wait_advised(uint64_t before, uint64_t want)
 	return false;
 }
 
+/* Wait until the range at p is seen written in strides (true) or the
+ * wait ends. */
+static bool wait_seen_strided(const void *p)
+{
+	for (int i = 0; i < 10 * WAIT_TENTHS; i++) {
+		if (hz_promote_test_seen_strided((uintptr_t)p))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
 static void settle(void)
 {
 	for (int i = 0; i < 10; i++) { /* a few ticks */
@@ -351,9 +363,7 @@ static void a_block_written_in_columns_is_collapsed_once_it_grows(void **state)
 	hz_classes_test_reset(); /* no evidence for THP at first touch */
 	assert_int_equal(hz_recycle_alloc(len, 0, false, (void **)&p), 0);
 	write_column(p, len, 0, 1);
-	for (int i = 0; i < WAIT_TENTHS && !hz_promote_test_seen_strided((uintptr_t)p); i++)
-		usleep(100000);
-	assert_true(hz_promote_test_seen_strided((uintptr_t)p));
+	assert_true(wait_seen_strided(p));
 	assert_int_equal(hz_stats.promote_collapsed_bytes, before);
 	write_column(p, len, 1, 2);
 	assert_true(wait_collapsed(before, len));
@@ -431,9 +441,7 @@ static void even_writes_that_stop_are_looked_at_ever_less_often(void **state)
 	hz_classes_test_reset();
 	assert_int_equal(hz_recycle_alloc(len, 0, false, (void **)&p), 0);
 	write_column(p, len, 0, 1);
-	for (int i = 0; i < WAIT_TENTHS && !hz_promote_test_seen_strided((uintptr_t)p); i++)
-		usleep(10000);
-	assert_true(hz_promote_test_seen_strided((uintptr_t)p));
+	assert_true(wait_seen_strided(p));
 	before = thread_wakes();
 	usleep(400000); /* 200 looks at 2 ms; about 12 at half the age */
 	assert_true(thread_wakes() - before < 60);
