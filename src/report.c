@@ -6,6 +6,7 @@
  * own. Neither allocates: both are written into a fixed buffer. */
 #include "report.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -337,6 +338,15 @@ static void write_file(const char *pattern, const char *buf, size_t len)
 	/* Created exclusively and never through a symlink: a stats path in a
 	 * shared directory must not let another user redirect our write. */
 	fd = hz_prim_create_file(path);
+	if (fd == -EEXIST && !strstr(pattern, "%p")) {
+		/* Every process under the preload writes one, children and
+		 * wrappers too (/usr/bin/time), the first to exit first. */
+		hz_warn("stats file %s exists (another process under hugezero may have "
+			"written it first): pid %d's stats not written; put %%p in "
+			"HUGEZERO_STATS_FILE for one file per process",
+			path, (int)hz_prim_getpid());
+		return;
+	}
 	if (fd < 0) {
 		hz_warn("cannot create stats file %s (error %d); it must not exist yet",
 			path, -fd);
