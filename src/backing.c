@@ -318,17 +318,17 @@ bool hz_backing_fresh_thp_fast(void)
  * reuse noted the class since. */
 
 /* Whether a fresh block starts on 4 KiB pages (above). */
-static bool starts_lazy(size_t lazy_used)
+static bool starts_lazy(void)
 {
 	const struct hz_config *c = hz_config();
 
-	return lazy_used > 0 && c->lazy_thp && c->backing == HZ_BACKING_OPT_AUTO && !c->populate &&
+	return c->lazy_thp && c->backing == HZ_BACKING_OPT_AUTO && !c->populate &&
 	       hz_os()->thp.mode == HZ_THP_MADVISE;
 }
 
 bool hz_backing_lazy(void)
 {
-	return hz_backing_first() == HZ_BACKING_THP && hz_backing_thp_usable() && starts_lazy(1);
+	return hz_backing_first() == HZ_BACKING_THP && hz_backing_thp_usable() && starts_lazy();
 }
 
 static void (*lazy_watcher)(uintptr_t start, size_t len);
@@ -340,9 +340,10 @@ void hz_backing_on_lazy(void (*watch)(uintptr_t start, size_t len))
 
 /* A lazy block: no advice (or THP at once, on evidence), tracked for the
  * promoter when it runs. */
-static int map_lazy(uintptr_t start, size_t len, size_t used, enum hz_backing *got)
+static int map_lazy(uintptr_t start, size_t len, const struct hz_lazy_block *lazy,
+		    enum hz_backing *got)
 {
-	bool up_front = hz_class_dense(len) && hz_backing_fresh_thp_fast();
+	bool up_front = hz_class_dense(lazy->block_len) && hz_backing_fresh_thp_fast();
 	bool advised;
 	int ret = hz_prim_commit(start, len, up_front ? HZ_PAGES_THP : HZ_PAGES_DEFAULT, &advised);
 
@@ -350,20 +351,20 @@ static int map_lazy(uintptr_t start, size_t len, size_t used, enum hz_backing *g
 		return ret;
 	*got = up_front ? HZ_BACKING_THP : HZ_BACKING_SMALL;
 	if (up_front) {
-		hz_class_note_dense(len, false); /* used once */
+		hz_class_note_dense(lazy->block_len, false); /* used once */
 		hz_stats_add(thp_up_front, 1);
 	} else {
 		void (*watch)(uintptr_t, size_t) = __atomic_load_n(&lazy_watcher, __ATOMIC_ACQUIRE);
 
 		if (watch)
-			watch(start, used < len ? used : len);
+			watch(start, lazy->used < len ? lazy->used : len);
 	}
 	return 0;
 }
 
 /* Map 4 KiB or THP memory. Returns the backing actually obtained. */
 static int map_small_or_thp(uintptr_t start, size_t len, enum hz_backing want,
-			    size_t lazy_used, enum hz_backing *got)
+			    const struct hz_lazy_block *lazy, enum hz_backing *got)
 {
 	/* Under THP "always", 4 KiB is asked for explicitly (SMALL). */
 	enum hz_prim_pages pages = HZ_PAGES_SMALL;
@@ -371,8 +372,8 @@ static int map_small_or_thp(uintptr_t start, size_t len, enum hz_backing want,
 	bool advised, slow = false;
 	int ret;
 
-	if (usable && starts_lazy(lazy_used))
-		return map_lazy(start, len, lazy_used, got);
+	if (usable && lazy != NULL && lazy->used > 0 && starts_lazy())
+		return map_lazy(start, len, lazy, got);
 	if (usable)
 		slow = !hz_backing_fresh_thp_fast();
 	if (want == HZ_BACKING_THP && !slow)
@@ -419,8 +420,8 @@ void hz_backing_name_mapping(uintptr_t start, size_t len, enum hz_backing b)
  * the program's next mmap fails instead). So the limit is checked here,
  * as the kernel would for glibc's mmap of the same block: a refused block
  * goes to the next allocator, which meets the kernel's check. */
-int hz_backing_map(uintptr_t start, size_t len, enum hz_backing want, size_t lazy_used,
-		   enum hz_backing *got)
+int hz_backing_map(uintptr_t start, size_t len, enum hz_backing want,
+		   const struct hz_lazy_block *lazy, enum hz_backing *got)
 {
 	int ret = -ENOMEM;
 
@@ -438,7 +439,7 @@ int hz_backing_map(uintptr_t start, size_t len, enum hz_backing want, size_t laz
 				continue;
 			*got = b;
 		} else {
-			ret = map_small_or_thp(start, len, b, lazy_used, got);
+			ret = map_small_or_thp(start, len, b, lazy, got);
 			if (ret != 0)
 				break;
 		}

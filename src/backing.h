@@ -34,19 +34,28 @@ int hz_backing_thp_usable(void);
  * HUGEZERO_THP_CHECK=0. Advice on fresh memory pays only then. */
 bool hz_backing_fresh_thp_fast(void);
 
+/* A block of the regions, which may start on 4 KiB pages and get huge
+ * pages once written densely (backing.c). */
+struct hz_lazy_block {
+	/* Bytes from start the program asked for (the rest of the last 2 MiB
+	 * is rounding, never worth a huge page). */
+	size_t used;
+	/* The whole block's length, whose size class's evidence may give it
+	 * huge pages at once: a grown block's tail (blocks.h) is mapped
+	 * apart, but it is that block's. */
+	size_t block_len;
+};
+
 /* Map [start, start + len) read-write over the reservation, trying want and
  * then each smaller backing. start and len are multiples of want's page.
- * The memory is zero. lazy_used: for a block of the regions, which may
- * start on 4 KiB pages and get huge pages once written densely (backing.c),
- * the bytes from start the program asked for (the rest of the last 2 MiB
- * is rounding, never worth a huge page); 0 for jemalloc's extents, which
- * get what they ask for. Returns 0 and the backing used, or a negative
- * errno value with the reservation intact; -EEXIST when a failed mapping
- * left a hole that another mapping took part of (hz_prim_commit): the
- * range is not ours any more, and must never be mapped over. Memory goes
- * back with hz_blocks_drop_memory (blocks.h). */
-int hz_backing_map(uintptr_t start, size_t len, enum hz_backing want, size_t lazy_used,
-		   enum hz_backing *got);
+ * The memory is zero. lazy: a block of the regions (above); NULL for
+ * jemalloc's extents, which get what they ask for. Returns 0 and the
+ * backing used, or a negative errno value with the reservation intact;
+ * -EEXIST when a failed mapping left a hole that another mapping took part
+ * of (hz_prim_commit): the range is not ours any more, and must never be
+ * mapped over. Memory goes back with hz_blocks_drop_memory (blocks.h). */
+int hz_backing_map(uintptr_t start, size_t len, enum hz_backing want,
+		   const struct hz_lazy_block *lazy, enum hz_backing *got);
 
 /* Whether fresh memory here starts on 4 KiB pages and earns huge pages
  * once written densely (below, "lazy huge pages"): the auto backing, THP

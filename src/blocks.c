@@ -332,7 +332,8 @@ int hz_blocks_alloc(size_t size, size_t align, void **out)
 		hz_stats_fallback(HZ_FB_RESERVE_FULL);
 		return ret;
 	}
-	ret = hz_backing_map(hz_region_addr(r, first), len, want, size ? size : 1, &got);
+	ret = hz_backing_map(hz_region_addr(r, first), len, want,
+			     &(struct hz_lazy_block){ size ? size : 1, len }, &got);
 	if (ret != 0) {
 		hz_blocks_unclaim_after(ret, r, first, len / HZ_GRANULE);
 		hz_stats_fallback(HZ_FB_MAP_FAILED);

@@ -117,9 +117,17 @@ void hz_blocks_free(void *p);
 
 /* Resize a block to at least size bytes: in place when the granules after
  * it are free (or when shrinking), else by moving its page tables with
- * mremap. The contents up to min(old, new) size are kept. Returns 0 with
- * *out set, or -ENOMEM with the block unchanged. */
+ * mremap (a tail as hz_blocks_grow's), else by a copy. The contents up to
+ * min(old, new) size are kept. Returns 0 with *out set, or -ENOMEM with
+ * the block unchanged. */
 int hz_blocks_resize(void *p, size_t size, void **out);
+
+/* Grow a live block to at least size bytes, in place or by moving its page
+ * tables, never by copying: a cached span made the front of a larger
+ * block (recycle.c). A tail started on 4 KiB pages is fresh memory, and
+ * starts as a fresh block does. Returns 0 with *out set, or -ENOMEM with
+ * the block unchanged. */
+int hz_blocks_grow(void *p, size_t size, void **out);
 
 /* Usable bytes of a live block. */
 size_t hz_blocks_usable(const void *p);

@@ -12,17 +12,36 @@
 #include "prim/prim.h"
 #include "stats.h"
 
+/* The backing a grown tail asks for: a block started lazily (4 KiB
+ * pages, backing.c) counts as 4 KiB, but its tail is fresh memory, which
+ * starts as a fresh block does (lazy, or huge pages on its class's
+ * evidence) rather than advised MADV_NOHUGEPAGE, which no collapse would
+ * undo. */
+static enum hz_backing tail_backing(enum hz_backing backing)
+{
+	return backing == HZ_BACKING_SMALL && hz_backing_lazy() ? HZ_BACKING_THP : backing;
+}
+
+/* Back the tail of a block of new_g granules whose first old_g are there,
+ * the tail starting at start. */
+static int map_tail(uintptr_t start, size_t old_g, size_t new_g, enum hz_backing backing)
+{
+	size_t len = (new_g - old_g) * HZ_GRANULE;
+	enum hz_backing got;
+
+	return hz_backing_map(start, len, tail_backing(backing),
+			      &(struct hz_lazy_block){ len, new_g * HZ_GRANULE }, &got);
+}
+
 /* Claim the granules right after the block, in its region, and back them. */
 static int grow_in_place(struct hz_block_region *r, size_t first, size_t old_g, size_t new_g,
 			 enum hz_backing backing)
 {
-	enum hz_backing got;
 	int ret = hz_blocks_claim_after(r, first, old_g, new_g);
 
 	if (ret != 0)
 		return ret;
-	ret = hz_backing_map(hz_region_addr(r, first + old_g), (new_g - old_g) * HZ_GRANULE,
-			     backing, (new_g - old_g) * HZ_GRANULE, &got);
+	ret = map_tail(hz_region_addr(r, first + old_g), old_g, new_g, backing);
 	if (ret != 0)
 		hz_blocks_unclaim_after(ret, r, first + old_g, new_g - old_g);
 	return ret;
@@ -92,15 +111,13 @@ static int move_block(struct place from, size_t old_g, size_t new_g, size_t unit
 	size_t old_len = old_g * HZ_GRANULE;
 	bool foreign = hz_blocks_foreign_range(start, old_len);
 	struct place to;
-	enum hz_backing got;
 	void *moved;
 	int ret;
 
 	ret = hz_blocks_claim(new_g, unit / HZ_GRANULE, &to.r, &to.first);
 	if (ret != 0)
 		return ret;
-	ret = hz_backing_map(place_addr(to) + old_len, (new_g - old_g) * HZ_GRANULE, backing,
-			     (new_g - old_g) * HZ_GRANULE, &got);
+	ret = map_tail(place_addr(to) + old_len, old_g, new_g, backing);
 	if (ret != 0) {
 		hz_blocks_unclaim(to.r, to.first, old_g);
 		hz_blocks_unclaim_after(ret, to.r, to.first + old_g, new_g - old_g);
@@ -142,6 +159,46 @@ static int copy_block(void *p, size_t size, size_t old_g, void **out)
 	return 0;
 }
 
+/* Grow the live block m at *at from old_g to new_g granules, in place or
+ * by moving its page tables (*at then says where). Returns 0, or -ENOMEM
+ * with the block unchanged. */
+static int grow(struct block_meta **m, struct place *at, size_t old_g, size_t new_g, bool *moved)
+{
+	enum hz_backing backing = (enum hz_backing)(*m)->backing;
+	size_t unit = hz_blocks_unit(backing);
+
+	*moved = false;
+	if (grow_in_place(at->r, at->first, old_g, new_g, backing) != 0) {
+		if (move_block(*at, old_g, new_g, unit, backing, *m, at) != 0)
+			return -ENOMEM;
+		/* m stopped being live inside the move (retire_old_place). */
+		*m = &at->r->meta[at->first];
+		(*m)->backing = (uint8_t)backing;
+		__atomic_store_n(&(*m)->live, 1, __ATOMIC_RELEASE);
+		*moved = true;
+	}
+	(*m)->granules = (uint32_t)new_g;
+	hz_blocks_count_live((int64_t)((new_g - old_g) * HZ_GRANULE));
+	return 0;
+}
+
+int hz_blocks_grow(void *p, size_t size, void **out)
+{
+	struct hz_block_region *r;
+	struct block_meta *m = hz_blocks_live(p, "grow", &r);
+	struct place at = { r, hz_region_index(r, (uintptr_t)p) };
+	size_t len;
+	bool moved;
+
+	if (hz_blocks_len(size, hz_blocks_unit((enum hz_backing)m->backing), &len) != 0)
+		return -ENOMEM;
+	if (len / HZ_GRANULE > m->granules &&
+	    grow(&m, &at, m->granules, len / HZ_GRANULE, &moved) != 0)
+		return -ENOMEM;
+	*out = (void *)place_addr(at);
+	return 0;
+}
+
 int hz_blocks_resize(void *p, size_t size, void **out)
 {
 	struct hz_block_region *r;
@@ -151,6 +208,7 @@ int hz_blocks_resize(void *p, size_t size, void **out)
 	struct place at = { r, hz_region_index(r, (uintptr_t)p) };
 	size_t old_g = m->granules, new_g, len;
 	uintptr_t start = (uintptr_t)p;
+	bool moved;
 
 	if (hz_blocks_len(size, unit, &len) != 0)
 		return -ENOMEM;
@@ -164,20 +222,13 @@ int hz_blocks_resize(void *p, size_t size, void **out)
 		}
 		hz_stats_add(realloc_in_place, 1);
 	} else if (new_g > old_g) {
-		if (grow_in_place(r, at.first, old_g, new_g, backing) == 0) {
-			hz_stats_add(realloc_in_place, 1);
-		} else if (move_block(at, old_g, new_g, unit, backing, m, &at) == 0) {
-			/* m stopped being live inside the move (retire_old_place). */
-			m = &at.r->meta[at.first];
-			m->backing = (uint8_t)backing;
-			__atomic_store_n(&m->live, 1, __ATOMIC_RELEASE);
-			start = place_addr(at);
-			hz_stats_add(realloc_moved, 1);
-		} else {
+		if (grow(&m, &at, old_g, new_g, &moved) != 0)
 			return copy_block(p, size, old_g, out);
-		}
-		m->granules = (uint32_t)new_g;
-		hz_blocks_count_live((int64_t)((new_g - old_g) * HZ_GRANULE));
+		start = place_addr(at);
+		if (moved)
+			hz_stats_add(realloc_moved, 1);
+		else
+			hz_stats_add(realloc_in_place, 1);
 	}
 	*out = (void *)start;
 	return 0;

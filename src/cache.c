@@ -296,6 +296,24 @@ int hz_cache_pick(const struct hz_cache *c, size_t size, size_t align, bool want
 	return best;
 }
 
+int hz_cache_pick_below(const struct hz_cache *c, size_t size, size_t align, bool dirty_allowed)
+{
+	int best = -1;
+
+	if (align > HZ_GRANULE)
+		return -1;
+	for (unsigned i = 0; i < c->count; i++) {
+		const struct hz_cache_entry *e = &c->entries[i];
+
+		if ((e->span.backing != HZ_BACKING_SMALL && e->span.backing != HZ_BACKING_THP) ||
+		    hz_cache_fits(&e->span, size, 0) || (!e->clean && !dirty_allowed))
+			continue;
+		if (best < 0 || hz_span_bytes(&e->span) > hz_span_bytes(&c->entries[best].span))
+			best = (int)i;
+	}
+	return best;
+}
+
 bool hz_cache_trim(struct hz_span *s, size_t size, struct hz_span *rest)
 {
 	size_t need = hz_cache_granules_for(size, s->backing);

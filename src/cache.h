@@ -170,6 +170,12 @@ bool hz_cache_wasteful(size_t have, size_t need);
 int hz_cache_pick(const struct hz_cache *c, size_t size, size_t align, bool want_clean,
 		  bool dirty_allowed, const struct hz_span *zeroing);
 
+/* At a miss: the largest span too small for size bytes, which may become
+ * the front of the new block (recycle.c), or -1. Only spans of granule
+ * pages (4 KiB or THP), only for an alignment of a granule at most, dirty
+ * ones only when dirty_allowed. */
+int hz_cache_pick_below(const struct hz_cache *c, size_t size, size_t align, bool dirty_allowed);
+
 /* A span wasteful for size bytes keeps the granules size needs, from its
  * start; the rest goes to *rest. Returns whether there is a rest. */
 bool hz_cache_trim(struct hz_span *s, size_t size, struct hz_span *rest);

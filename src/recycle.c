@@ -52,6 +52,22 @@ static int zero_dirty(struct hz_span *span, size_t dirty)
 	return 0;
 }
 
+/* A span taken from the table goes back into it, clean or not; what it
+ * pushes out, the caller releases with b. */
+static void keep_again(const struct hz_span *span, bool clean, struct hz_cache_batch *b)
+{
+	struct hz_cache_entry e = { .span = *span, .clean = clean, .idle_since = hz_prim_now_ns() };
+	struct hz_cache *c = hz_prezero_enter(b);
+
+	if (!c) { /* the thread is in its turn at the table */
+		hz_stats_add(cache_released_bytes, hz_span_bytes(span));
+		hz_blocks_release_span(span);
+		return;
+	}
+	hz_cache_add(c, e, b);
+	hz_prezero_leave();
+}
+
 /* A claimed span larger than the request keeps what it needs, from its
  * start; the rest goes back to the table, clean when the thread, which
  * zeroes from the end down, got past it. Before, a malloc after two
@@ -60,27 +76,19 @@ static int zero_dirty(struct hz_span *span, size_t dirty)
 static void put_back_rest(struct hz_span *span, size_t *dirty, size_t size,
 			  struct hz_cache_batch *b)
 {
-	struct hz_cache_entry rest = { .clean = false };
-	struct hz_cache *c;
+	struct hz_span rest;
+	bool clean;
 
-	if (!hz_cache_trim(span, size, &rest.span))
+	if (!hz_cache_trim(span, size, &rest))
 		return;
-	if (!hz_blocks_reusable(&rest.span)) { /* the caller releases its part too */
-		give_back_foreign(&rest.span);
+	if (!hz_blocks_reusable(&rest)) { /* the caller releases its part too */
+		give_back_foreign(&rest);
 		return;
 	}
-	rest.clean = *dirty <= hz_span_bytes(span);
-	if (!rest.clean)
+	clean = *dirty <= hz_span_bytes(span); /* span is the part kept now */
+	if (!clean)
 		*dirty = hz_span_bytes(span);
-	rest.idle_since = hz_prim_now_ns();
-	c = hz_prezero_enter(b);
-	if (!c) { /* the thread is in its turn at the table */
-		hz_stats_add(cache_released_bytes, hz_span_bytes(&rest.span));
-		hz_blocks_release_span(&rest.span);
-		return;
-	}
-	hz_cache_add(c, rest, b); /* what it pushes out, the caller releases */
-	hz_prezero_leave();
+	keep_again(&rest, clean, b);
 }
 
 /* How a calloc served by entry i (HZ_CACHE_ZEROING: the span the thread
@@ -123,9 +131,9 @@ static bool ask_ledger(struct hz_cache *c, size_t size, bool zero, enum hz_preze
 }
 
 /* A span for the request from the table, or the one the thread is zeroing,
- * with the pre-zero mode as it stood at the request. Returns 0 with it and
- * its dirty bytes from the start, or -ENOENT: none fits, or the guard was
- * refused. */
+ * with the pre-zero mode as it stood at the request; at a miss, the largest
+ * smaller span, to grow. Returns 0 with it and its dirty bytes from the
+ * start, or -ENOENT: none, or the guard was refused. */
 static int from_cache(size_t size, size_t align, bool zero, enum hz_prezero_opt mode,
 		      struct hz_cache_batch *b, struct hz_span *span, size_t *dirty)
 {
@@ -159,6 +167,8 @@ static int from_cache(size_t size, size_t align, bool zero, enum hz_prezero_opt 
 		}
 		may_claim = false; /* too slow: another block */
 	}
+	if (i < 0) /* a miss: a smaller span may be its front (hz_recycle_alloc) */
+		i = hz_cache_pick_below(c, size, align, dirty_ok);
 	if (i < 0) {
 		hz_prezero_leave();
 		return -ENOENT;
@@ -255,6 +265,32 @@ static void wire_reports(void)
 	__atomic_store_n(&wired, 1, __ATOMIC_RELEASE);
 }
 
+/* A miss served by a smaller kept span, revived at *out: it becomes the
+ * front of the block, its pages kept, and only the rest is fresh. Kept
+ * beside a fresh block, it would hold memory the program's next request
+ * may never fit: data frames whose arrays come in many sizes (pandas)
+ * peaked at 1.15x glibc's memory (bench/RESULTS.md, "A miss grows a
+ * smaller kept block"). Growing moves page tables (mremap), as realloc
+ * does; when it cannot, the span goes back to the table and the block is
+ * fresh. */
+static int grow_kept(size_t size, size_t align, void **out)
+{
+	struct hz_cache_batch b = { .count = 0 };
+	struct hz_span span;
+	void *kept = *out;
+
+	if (hz_blocks_grow(kept, size, out) == 0) {
+		hz_stats_add(cache_grown, 1);
+		return 0;
+	}
+	/* No room to grow (vm.max_map_count, RLIMIT_DATA): the span is kept
+	 * for a request it fits, and the block is fresh if it can be. */
+	hz_blocks_retire(kept, &span);
+	keep_again(&span, false, &b);
+	hz_prezero_release(&b);
+	return hz_blocks_alloc(size, align, out);
+}
+
 int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 {
 	struct hz_cache_batch b = { .count = 0 };
@@ -290,7 +326,10 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 		give_back_foreign(&span);
 		return hz_blocks_alloc(size, align, out);
 	}
-	hz_stats_add(cache_hits, 1);
+	if (hz_span_bytes(&span) < size)
+		hz_stats_add(cache_misses, 1);
+	else
+		hz_stats_add(cache_hits, 1);
 	make_room(size, &span);
 	if (zero && dirty > 0 && zero_dirty(&span, dirty) != 0)
 		return hz_blocks_alloc(size, align, out);
@@ -301,7 +340,7 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 	}
 	hz_blocks_revive(&span);
 	*out = (void *)span.range.start;
-	return 0;
+	return hz_span_bytes(&span) < size ? grow_kept(size, align, out) : 0;
 }
 
 /* HUGEZERO_ZERO_ON_FREE: the span is zeroed before it enters the table.

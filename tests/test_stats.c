@@ -31,7 +31,7 @@ static void fill(void)
 	s.callocs = 17, s.calloc_bytes = 123456789, s.cleared_bytes = 987654321;
 	s.clear_ns = 123456789;
 	s.realloc_moved = 5, s.realloc_in_place = 6, s.realloc_copied = 7;
-	s.cache_hits = 1000, s.cache_misses = 234, s.cache_bytes = 64 << 20;
+	s.cache_hits = 1000, s.cache_misses = 234, s.cache_grown = 5, s.cache_bytes = 64 << 20;
 	s.cache_released_bytes = 5000000000ull, s.prezeroed_bytes = 777777777;
 	s.cache_lazy_bytes = 128 << 20;
 	s.prezero_ns = 0, s.takeovers = 3, s.prezero_starved = 4;
@@ -129,7 +129,7 @@ static void text_report_is_the_format_scripts_read(void **state)
 	"hugezero:   new blocks      hugetlb1g 1 (1024.0 MiB), hugetlb2m 2 (4.0 MiB), thp 30 (1536.0 MiB), 4k 4 (8.0 MiB)\n"
 	"hugezero:   fallbacks       hugetlb_pool_short 1, hugetlb_mmap_failed 0, thp_unavailable 3, fresh_thp_slow 4, reservation_full 5, map_failed 6\n"
 	"hugezero:   calloc          17 calls, 117.7 MiB; zeroed by calloc 941.9 MiB at 8.0 GB/s\n"
-	"hugezero:   recycling       1000 reused, 234 fresh; cache 64.0 MiB now, 4768.4 MiB given back, 128.0 MiB made reclaimable; pre-zeroed 741.7 MiB at 0.0 GB/s, 3 takeovers, 1 given up, 2 times the cache was passed by, 4 pauses when starved of CPU; 32.0 MiB of calloc's clears done by the thread beside it\n"
+	"hugezero:   recycling       1000 reused, 234 fresh (5 grown from a smaller cached block); cache 64.0 MiB now, 4768.4 MiB given back, 128.0 MiB made reclaimable; pre-zeroed 741.7 MiB at 0.0 GB/s, 3 takeovers, 1 given up, 2 times the cache was passed by, 4 pauses when starved of CPU; 32.0 MiB of calloc's clears done by the thread beside it\n"
 	"hugezero:   locks           8 waits for a lock another thread held, 2.5 ms in all\n"
 	"hugezero:   page size      2 blocks moved to 4 KiB pages after sparse use, 9 to THP after dense reuse\n"
 	"hugezero:   lazy huge pages 13 ranges watched, 64.0 MiB collapsed at 2.1 GB/s, 2 collapses failed, 5 ticks waited for CPU share, 3 ranges left on 4 KiB pages, 1 blocks THP at once, 6.0 MiB advised THP at first dense writes\n"
@@ -152,7 +152,7 @@ static void json_report_has_every_key(void **state)
 	" \"blocks\": {\"hugetlb1g\": {\"count\": 1, \"bytes\": 1073741824}, \"hugetlb2m\": {\"count\": 2, \"bytes\": 4194304}, \"thp\": {\"count\": 30, \"bytes\": 1610612736}, \"4k\": {\"count\": 4, \"bytes\": 8388608}},\n"
 	" \"fallbacks\": {\"hugetlb_pool_short\": 1, \"hugetlb_mmap_failed\": 0, \"thp_unavailable\": 3, \"fresh_thp_slow\": 4, \"reservation_full\": 5, \"map_failed\": 6},\n"
 	" \"callocs\": 17, \"calloc_bytes\": 123456789, \"cleared_bytes\": 987654321, \"clear_ns\": 123456789,\n"
-	" \"cache_hits\": 1000, \"cache_misses\": 234, \"cache_bytes\": 67108864, \"cache_released_bytes\": 5000000000, \"cache_lazy_bytes\": 134217728, \"prezeroed_bytes\": 777777777, \"prezero_ns\": 0, \"takeovers\": 3, \"takeovers_abandoned\": 1, \"cache_passed_by\": 2, \"prezero_starved\": 4, \"assisted_bytes\": 33554432,\n"
+	" \"cache_hits\": 1000, \"cache_misses\": 234, \"cache_grown\": 5, \"cache_bytes\": 67108864, \"cache_released_bytes\": 5000000000, \"cache_lazy_bytes\": 134217728, \"prezeroed_bytes\": 777777777, \"prezero_ns\": 0, \"takeovers\": 3, \"takeovers_abandoned\": 1, \"cache_passed_by\": 2, \"prezero_starved\": 4, \"assisted_bytes\": 33554432,\n"
 	" \"lock_waits\": 8, \"lock_wait_ns\": 2500000,\n"
 	" \"rotation_trials\": 0, \"rotation_lost\": 0, \"wakes_skipped\": 0,\n"
 	" \"cache_no_reuse\": 0, \"cache_no_reuse_bytes\": 0, \"cache_reuse_missed\": 0,\n"

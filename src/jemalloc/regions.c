@@ -42,7 +42,7 @@ static int map_memory(size_t *len, size_t align, bool lazy, uintptr_t *start,
 	*len = hz_align_up(*len, unit);
 	if (hz_prim_reserve(*len, align, &mem) != 0)
 		return -ENOMEM;
-	ret = hz_backing_map((uintptr_t)mem, *len, want, 0, got);
+	ret = hz_backing_map((uintptr_t)mem, *len, want, NULL, got);
 	if (ret == -EEXIST) {
 		/* Unmapping the region would unmap the other mapping in it. */
 		hz_debug("jemalloc: %zu MiB region at %p holds a mapping not ours: left unused",

@@ -260,6 +260,111 @@ static void a_cycle_of_a_rounded_up_size_reuses_its_block(void **state)
 	assert_true(hits >= ROUNDED_CYCLES - 5);
 }
 
+/* Bytes of fresh memory mapped for blocks so far, of every backing. */
+static uint64_t fresh_bytes(void)
+{
+	uint64_t sum = 0;
+
+	for (int b = 0; b < HZ_BACKING_COUNT; b++)
+		sum += __atomic_load_n(&hz_stats.bytes[b], __ATOMIC_RELAXED);
+	return sum;
+}
+
+/* Whether the mapping holding p is advised MADV_NOHUGEPAGE ("nh" in its
+ * VmFlags); fails the test when smaps cannot say. */
+static bool advised_no_huge(const void *p)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	bool in = false, nh = false, found = false;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		uintptr_t lo, hi;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+			in = lo <= (uintptr_t)p && (uintptr_t)p < hi;
+		else if (in && strncmp(line, "VmFlags:", 8) == 0) {
+			nh = strstr(line, " nh") != NULL;
+			found = true;
+		}
+	}
+	fclose(f);
+	if (!found)
+		fail_msg("no VmFlags for %p in /proc/self/smaps", p);
+	return nh;
+}
+
+/* A request no kept block fits takes the largest smaller one as its front,
+ * and only the rest is fresh: kept beside a fresh block, it held memory
+ * the program might never ask for at its size again. The front of a
+ * calloc reads zero like the rest. Run with
+ * every freed block kept (HUGEZERO_CACHE_ADAPT=0) and calloc zeroing for
+ * itself (HUGEZERO_PREZERO=sync), so the kept block waits in the table. */
+static void a_miss_grows_the_largest_smaller_kept_block(void **state)
+{
+	uint64_t grown0 = __atomic_load_n(&hz_stats.cache_grown, __ATOMIC_RELAXED), fresh;
+	/* The block between keeps the two kept ones apart: adjacent, the
+	 * table would merge them. */
+	unsigned char *small = hz_preload_malloc(2 * MiB), *between = hz_preload_malloc(2 * MiB);
+	unsigned char *p = hz_preload_malloc(6 * MiB), *q;
+
+	(void)state;
+	assert_non_null(small);
+	assert_non_null(between);
+	assert_non_null(p);
+	memset(small, DIRTY, 2 * MiB);
+	memset(p, DIRTY, 6 * MiB);
+	escape(small);
+	escape(p);
+	hz_preload_free(small);
+	hz_preload_free(p);
+	fresh = fresh_bytes();
+	q = hz_preload_calloc(1, 10 * MiB);
+	assert_non_null(q);
+	assert_int_equal(__atomic_load_n(&hz_stats.cache_grown, __ATOMIC_RELAXED), grown0 + 1);
+	assert_int_equal(fresh_bytes() - fresh, 4 * MiB); /* 6 MiB kept, not 2 */
+	assert_zero(q, 10 * MiB, "calloc grown from a dirty kept block");
+	memset(q, DIRTY, 10 * MiB);
+	escape(q);
+	hz_preload_free(q);
+
+	/* malloc too, and the block is whole: its free keeps all of it. */
+	fresh = fresh_bytes();
+	q = hz_preload_malloc(16 * MiB);
+	assert_non_null(q);
+	assert_int_equal(__atomic_load_n(&hz_stats.cache_grown, __ATOMIC_RELAXED), grown0 + 2);
+	assert_int_equal(fresh_bytes() - fresh, 6 * MiB);
+	assert_true(hz_preload_malloc_usable_size(q) >= 16 * MiB);
+	memset(q, 1, 16 * MiB);
+	escape(q);
+	hz_preload_free(q);
+	hz_preload_free(between);
+}
+
+/* The grown tail of a block started on 4 KiB pages (lazily) is fresh
+ * memory and starts as a fresh block does, not advised MADV_NOHUGEPAGE,
+ * which would keep it on 4 KiB pages for good. */
+static void a_grown_tail_may_get_huge_pages(void **state)
+{
+	unsigned char *p = hz_preload_malloc(4 * MiB), *q;
+
+	(void)state;
+	if (!hz_backing_lazy()) {
+		print_message("skipped: blocks do not start lazily here (THP not in madvise mode, or unusable)\n");
+		skip();
+	}
+	assert_non_null(p);
+	memset(p, 1, 4 * MiB);
+	escape(p);
+	assert_true(advised_no_huge(p) == false);
+	q = hz_preload_realloc(p, 8 * MiB);
+	assert_non_null(q);
+	assert_true(q[4 * MiB - 1] == 1);
+	assert_false(advised_no_huge(q + 8 * MiB - 1));
+	hz_preload_free(q);
+}
+
 /* calloc 64 MiB, write its first byte, free, and again at once, in a
  * program with threads (whose frees wake the pre-zero thread, as a
  * single-threaded one's do only once its class shows reuse). The thread
@@ -573,6 +678,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(eight_threads_race_the_prezero_thread),
 		cmocka_unit_test(calloc_takes_over_the_block_being_prezeroed),
 		cmocka_unit_test(fork_while_prezeroing_keeps_calloc_zero),
+		cmocka_unit_test(a_miss_grows_the_largest_smaller_kept_block),
+		cmocka_unit_test(a_grown_tail_may_get_huge_pages),
 	};
 
 	hz_test_library_options();
