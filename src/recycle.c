@@ -15,6 +15,7 @@
 #include "blocks.h"
 #include "cache.h"
 #include "classes.h"
+#include "log.h"
 #include "prezero.h"
 #include "prim/memory.h"
 #include "prim/prim.h"
@@ -269,16 +270,18 @@ static void wire_reports(void)
  * front of the block, its pages kept, and only the rest is fresh. Kept
  * beside a fresh block, it would hold memory the program's next request
  * may never fit: data frames whose arrays come in many sizes (pandas)
- * peaked at 1.15x glibc's memory (bench/RESULTS.md, "A miss grows a
- * smaller kept block"). Growing moves page tables (mremap), as realloc
- * does; when it cannot, the span goes back to the table and the block is
- * fresh. */
+ * peaked at 1.13x glibc's memory, 1.03x since (bench/RESULTS.md, "A miss
+ * grows a smaller kept block"). Growing moves page tables (mremap), as
+ * realloc does; when it cannot, the span goes back to the table and the
+ * block is fresh. */
 static int grow_kept(size_t size, size_t align, void **out)
 {
 	struct hz_cache_batch b = { .count = 0 };
 	struct hz_span span;
 	void *kept = *out;
 
+	hz_debug("a request of %zu bytes grows a kept block of %zu at %p", size,
+		 hz_blocks_usable(kept), kept);
 	if (hz_blocks_grow(kept, size, out) == 0) {
 		hz_stats_add(cache_grown, 1);
 		return 0;

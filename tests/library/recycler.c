@@ -282,7 +282,7 @@ static bool advised_no_huge(const void *p)
 	while (fgets(line, sizeof(line), f)) {
 		uintptr_t lo, hi;
 
-		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) /* a mapping's first line */
 			in = lo <= (uintptr_t)p && (uintptr_t)p < hi;
 		else if (in && strncmp(line, "VmFlags:", 8) == 0) {
 			nh = strstr(line, " nh") != NULL;
@@ -298,9 +298,9 @@ static bool advised_no_huge(const void *p)
 /* A request no kept block fits takes the largest smaller one as its front,
  * and only the rest is fresh: kept beside a fresh block, it held memory
  * the program might never ask for at its size again. The front of a
- * calloc reads zero like the rest. Run with
- * every freed block kept (HUGEZERO_CACHE_ADAPT=0) and calloc zeroing for
- * itself (HUGEZERO_PREZERO=sync), so the kept block waits in the table. */
+ * calloc reads zero like the rest. Run with every freed block kept
+ * (HUGEZERO_CACHE_ADAPT=0) and calloc zeroing for itself
+ * (HUGEZERO_PREZERO=sync), so the kept block waits in the table. */
 static void a_miss_grows_the_largest_smaller_kept_block(void **state)
 {
 	uint64_t grown0 = __atomic_load_n(&hz_stats.cache_grown, __ATOMIC_RELAXED), fresh;
@@ -347,13 +347,15 @@ static void a_miss_grows_the_largest_smaller_kept_block(void **state)
  * which would keep it on 4 KiB pages for good. */
 static void a_grown_tail_may_get_huge_pages(void **state)
 {
-	unsigned char *p = hz_preload_malloc(4 * MiB), *q;
+	unsigned char *p, *q;
 
 	(void)state;
 	if (!hz_backing_lazy()) {
-		print_message("skipped: blocks do not start lazily here (THP not in madvise mode, or unusable)\n");
+		print_message("skipped: blocks do not start lazily here (THP not in madvise mode, "
+			      "or unusable)\n");
 		skip();
 	}
+	p = hz_preload_malloc(4 * MiB);
 	assert_non_null(p);
 	memset(p, 1, 4 * MiB);
 	escape(p);
