@@ -67,43 +67,32 @@ static uintptr_t place_addr(struct place p)
 	return hz_region_addr(p.r, p.first);
 }
 
-/* Kernels before 5.7: a plain move, which leaves a hole where the block
- * was; its put-back never replaces what another thread mapped there. */
-static int move_leaving_hole(struct place from, size_t old_g, size_t new_g, struct place to,
-			     struct block_meta *old)
+/* Move the pages of [start, start + len) to new_addr: with
+ * MREMAP_DONTUNMAP, which leaves the old range mapped and empty (*hole
+ * false); where that is refused (kernels before 5.7, Valgrind), a plain
+ * move of the same length, which leaves a hole there (*hole true). The
+ * tail is mapped apart in both (map_tail): a plain mremap that grows the
+ * mapping would give it the old range's advice, and Valgrind would not
+ * count its growth as memory. */
+static int move_pages(uintptr_t start, size_t len, uintptr_t new_addr, bool *hole)
 {
-	uintptr_t start = place_addr(from);
 	void *moved;
-	int ret;
+	int ret = hz_prim_mremap((void *)start, len, len,
+				 MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
+				 (void *)new_addr, &moved);
 
-	ret = hz_prim_mremap((void *)start, old_g * HZ_GRANULE, new_g * HZ_GRANULE,
-			     MREMAP_MAYMOVE | MREMAP_FIXED, (void *)place_addr(to), &moved);
-	if (ret != 0) {
-		hz_blocks_unclaim(to.r, to.first, new_g);
-		return ret;
-	}
-	retire_old_place(old);
-	ret = hz_prim_reserve_hole(start, old_g * HZ_GRANULE);
-	if (ret == 0 || ret == -EEXIST)
-		hz_blocks_unclaim_after(ret, from.r, from.first, old_g);
-	return 0;
-}
-
-/* The plain move of move_leaving_hole, after MREMAP_DONTUNMAP was refused. */
-static int move_plain(struct place from, size_t old_g, size_t new_g, size_t unit,
-		      struct block_meta *old, struct place *to)
-{
-	int ret = hz_blocks_claim(new_g, unit / HZ_GRANULE, &to->r, &to->first);
-
-	return ret != 0 ? ret : move_leaving_hole(from, old_g, new_g, *to, old);
+	*hole = ret == -EINVAL; /* no MREMAP_DONTUNMAP (or not for this memory) */
+	if (*hole)
+		ret = hz_prim_mremap((void *)start, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
+				     (void *)new_addr, &moved);
+	return ret;
 }
 
 /* Move the block's page tables to a new, larger place (in any region): map
- * the new tail there, then move the pages with MREMAP_DONTUNMAP, which
- * leaves the old range mapped (and empty) until it is released. No step
- * opens a hole in a region: the kernel could place another mapping in one,
- * and we would take the pointers into it for ours (free would stop the
- * program). */
+ * the new tail there, then move the pages (move_pages). With
+ * MREMAP_DONTUNMAP no step opens a hole in a region: the kernel could
+ * place another mapping in one, and we would take the pointers into it
+ * for ours (free would stop the program). */
 static int move_block(struct place from, size_t old_g, size_t new_g, size_t unit,
 		      enum hz_backing backing, struct block_meta *old, struct place *out)
 {
@@ -111,7 +100,7 @@ static int move_block(struct place from, size_t old_g, size_t new_g, size_t unit
 	size_t old_len = old_g * HZ_GRANULE;
 	bool foreign = hz_blocks_foreign_range(start, old_len);
 	struct place to;
-	void *moved;
+	bool hole;
 	int ret;
 
 	ret = hz_blocks_claim(new_g, unit / HZ_GRANULE, &to.r, &to.first);
@@ -123,18 +112,21 @@ static int move_block(struct place from, size_t old_g, size_t new_g, size_t unit
 		hz_blocks_unclaim_after(ret, to.r, to.first + old_g, new_g - old_g);
 		return ret;
 	}
-	ret = hz_prim_mremap((void *)start, old_len, old_len,
-			     MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
-			     (void *)place_addr(to), &moved);
+	ret = move_pages(start, old_len, place_addr(to), &hole);
 	if (ret != 0) {
 		hz_blocks_release_range(place_addr(to) + old_len, (new_g - old_g) * HZ_GRANULE);
 		hz_blocks_unclaim(to.r, to.first, old_g);
-		/* EINVAL: no MREMAP_DONTUNMAP (or not for this memory). */
-		if (ret != -EINVAL || move_plain(from, old_g, new_g, unit, old, &to) != 0)
-			return ret == -EINVAL ? -ENOMEM : ret;
-	} else {
-		retire_old_place(old);
+		return ret;
+	}
+	retire_old_place(old);
+	if (!hole) {
 		hz_blocks_release_range(start, old_len);
+	} else {
+		/* Reserved again, never over what another thread mapped in
+		 * the hole meanwhile (its granules then stay claimed). */
+		ret = hz_prim_reserve_hole(start, old_len);
+		if (ret == 0 || ret == -EEXIST)
+			hz_blocks_unclaim_after(ret, from.r, from.first, old_g);
 	}
 	/* The pages moved with their mappings' properties (mremap), so the
 	 * mark moves too: claiming the new place cleared it. */
