@@ -1,5 +1,6 @@
-/* Realloc of a block (blocks_resize.c): grow or shrink in place, move the
- * page tables, or copy. See blocks.h for hz_blocks_resize. */
+/* Realloc of a block, and a kept block grown at a miss (recycle.c): grow
+ * or shrink in place, move the page tables, or (realloc only) copy. See
+ * blocks.h for hz_blocks_resize and hz_blocks_grow. */
 #include "blocks.h"
 
 #include <errno.h>
