@@ -299,6 +299,7 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 	struct hz_cache_batch b = { .count = 0 };
 	struct hz_span span;
 	size_t dirty = 0;
+	bool grows;
 	int ret;
 
 	wire_reports();
@@ -329,7 +330,8 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 		give_back_foreign(&span);
 		return hz_blocks_alloc(size, align, out);
 	}
-	if (hz_span_bytes(&span) < size)
+	grows = hz_span_bytes(&span) < size; /* a smaller span, to grow */
+	if (grows)
 		hz_stats_add(cache_misses, 1);
 	else
 		hz_stats_add(cache_hits, 1);
@@ -343,7 +345,7 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 	}
 	hz_blocks_revive(&span);
 	*out = (void *)span.range.start;
-	return hz_span_bytes(&span) < size ? grow_kept(size, align, out) : 0;
+	return grows ? grow_kept(size, align, out) : 0;
 }
 
 /* HUGEZERO_ZERO_ON_FREE: the span is zeroed before it enters the table.
