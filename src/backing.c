@@ -73,6 +73,11 @@ int hz_backing_thp_usable(void)
 	return thp_enabled() && !thp_disabled_here();
 }
 
+bool hz_backing_thp_allowed(void)
+{
+	return hz_backing_first() <= HZ_BACKING_THP && hz_backing_thp_usable();
+}
+
 /* auto never picks hugetlb. hugetlb memory differs from what glibc gives
  * in ways a program can see: a private hugetlb block shared with a fork
  * child copies on write from the pool, and when the pool is short the

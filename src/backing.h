@@ -29,6 +29,10 @@ enum hz_backing hz_backing_first(void);
  * prctl(PR_SET_THP_DISABLE); else 0. */
 int hz_backing_thp_usable(void);
 
+/* Whether a block on 4 KiB pages may be advised THP after its start:
+ * HUGEZERO_BACKING is not none (4 KiB pages only), and THP is usable. */
+bool hz_backing_thp_allowed(void);
+
 /* Whether a fresh huge page faults at least as fast as 4 KiB pages here,
  * measured on a scratch page every FRESH_RATE_NS (backing.c); true with
  * HUGEZERO_THP_CHECK=0. Advice on fresh memory pays only then. */

@@ -242,8 +242,7 @@ void hz_prezero_adapt_backing(struct hz_span *s, enum hz_zero_method m)
 		s->backing = HZ_BACKING_SMALL;
 		hz_stats_add(thp_demoted, 1);
 	} else if (m == HZ_ZERO_CLEAR && s->backing == HZ_BACKING_SMALL &&
-		   hz_backing_first() <= HZ_BACKING_THP &&
-		   hz_backing_thp_usable() &&
+		   hz_backing_thp_allowed() &&
 		   hz_prim_madvise((void *)s->range.start, hz_span_bytes(s), MADV_HUGEPAGE) == 0) {
 		s->backing = HZ_BACKING_THP;
 		hz_stats_add(thp_promoted, 1);

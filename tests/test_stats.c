@@ -37,7 +37,8 @@ static void fill(void)
 	s.prezero_ns = 0, s.takeovers = 3, s.prezero_starved = 4;
 	s.takeovers_abandoned = 1, s.cache_passed_by = 2, s.assisted_bytes = 32 << 20;
 	s.lock_waits = 8, s.lock_wait_ns = 2500000;
-	s.thp_demoted = 2, s.thp_promoted = 9, s.mmaps_aligned = 11, s.mmap_bytes = 44 << 20;
+	s.thp_demoted = 2, s.thp_promoted = 9, s.thp_program_advised = 3;
+	s.mmaps_aligned = 11, s.mmap_bytes = 44 << 20;
 	s.mmap_pieces = 300;
 	s.promote_tracked = 13, s.promote_collapsed_bytes = 64 << 20, s.promote_ns = 32000000;
 	s.promote_failed = 2, s.promote_share_waits = 5, s.promote_left_4k = 3;
@@ -131,7 +132,7 @@ static void text_report_is_the_format_scripts_read(void **state)
 	"hugezero:   calloc          17 calls, 117.7 MiB; zeroed by calloc 941.9 MiB at 8.0 GB/s\n"
 	"hugezero:   recycling       1000 reused, 234 fresh (5 grown from a smaller cached block); cache 64.0 MiB now, 4768.4 MiB given back, 128.0 MiB made reclaimable; pre-zeroed 741.7 MiB at 0.0 GB/s, 3 takeovers, 1 given up, 2 times the cache was passed by, 4 pauses when starved of CPU; 32.0 MiB of calloc's clears done by the thread beside it\n"
 	"hugezero:   locks           8 waits for a lock another thread held, 2.5 ms in all\n"
-	"hugezero:   page size      2 blocks moved to 4 KiB pages after sparse use, 9 to THP after dense reuse\n"
+	"hugezero:   page size      2 blocks moved to 4 KiB pages after sparse use, 9 to THP after dense reuse, 3 advised THP whole at the program's MADV_HUGEPAGE\n"
 	"hugezero:   lazy huge pages 13 ranges watched, 64.0 MiB collapsed at 2.1 GB/s, 2 collapses failed, 5 ticks waited for CPU share, 3 ranges left on 4 KiB pages, 1 blocks THP at once, 6.0 MiB advised THP at first dense writes\n"
 	"hugezero:   realloc         5 moved by mremap, 6 in place, 7 copied\n"
 	"hugezero:   mmap            11 aligned for THP (44.0 MiB), 300 small ones in shared windows\n"
@@ -157,7 +158,7 @@ static void json_report_has_every_key(void **state)
 	" \"rotation_trials\": 0, \"rotation_lost\": 0, \"wakes_skipped\": 0,\n"
 	" \"cache_no_reuse\": 0, \"cache_no_reuse_bytes\": 0, \"cache_reuse_missed\": 0,\n"
 	" \"zeroed_bytes\": 0, \"dropped_bytes\": 0, \"zero_page_bytes\": 0,\n"
-	" \"thp_demoted\": 2, \"thp_promoted\": 9,\n"
+	" \"thp_demoted\": 2, \"thp_promoted\": 9, \"thp_program_advised\": 3,\n"
 	" \"promote_tracked\": 13, \"promote_collapsed_bytes\": 67108864, \"promote_ns\": 32000000, \"promote_failed\": 2, \"promote_share_waits\": 5, \"promote_left_4k\": 3, \"thp_up_front\": 1, \"promote_advised_bytes\": 6291456,\n"
 	" \"realloc_moved\": 5, \"realloc_in_place\": 6, \"realloc_copied\": 7,\n"
 	" \"mmaps_aligned\": 11, \"mmap_bytes\": 46137344, \"mmap_pieces\": 300,\n"
