@@ -528,13 +528,13 @@ void hz_blocks_free(void *p)
 
 /* The program's MADV_HUGEPAGE covers a block from inside its first 2 MiB
  * to at most its end: numpy advises each array of 4 MiB or more from the
- * first page boundary past its pointer to its last byte, and glibc's
- * hugetlb tunable advises its chunks so. Advice on part of a 2 MiB page
- * leaves that page on 4 KiB pages (the kernel maps a huge page only where
- * one mapping covers all of it), so the block's first and last 2 MiB,
- * and the rest of the block after the program's range, faulted 4 KiB
- * pages: 36 k faults more in a pandas run, and three mappings for each
- * block. The rounding around the program's bytes is the block's own. */
+ * first page boundary past its pointer to its last byte. Advice on part
+ * of a 2 MiB page leaves that page on 4 KiB pages (the kernel maps a huge
+ * page only where one mapping covers all of it), so the block's first and
+ * last 2 MiB, and the rest of the block after the program's range,
+ * faulted 4 KiB pages: 36 k faults more in a pandas run, and three
+ * mappings for each block. The rounding around the program's bytes is
+ * the block's own. */
 bool hz_blocks_advise_huge(uintptr_t start, size_t len)
 {
 	uintptr_t first = start & ~(uintptr_t)(HZ_GRANULE - 1);
@@ -549,7 +549,8 @@ bool hz_blocks_advise_huge(uintptr_t start, size_t len)
 	if (!__atomic_load_n(&m->live, __ATOMIC_ACQUIRE) || m->backing != HZ_BACKING_SMALL)
 		return false;
 	bytes = (size_t)m->granules * HZ_GRANULE;
-	if (len > bytes || start - first > bytes - len ||
+	/* A part the program changed (a guard, its own mapping) is its own. */
+	if (len > bytes || start - first > bytes - len || hz_blocks_foreign_range(first, bytes) ||
 	    hz_prim_madvise((void *)first, bytes, MADV_HUGEPAGE) != 0)
 		return false;
 	/* Now a THP block: its reuse and release judge it as one (mincore
