@@ -26,6 +26,7 @@
 
 #include "blocks.h"
 #include "classes.h"
+#include "recycle.h"
 #include "rotation.h"
 #include "stats.h"
 #include "libc_next.h"
@@ -270,13 +271,13 @@ static uint64_t fresh_bytes(void)
 	return sum;
 }
 
-/* Whether the mapping holding p is advised MADV_NOHUGEPAGE ("nh" in its
- * VmFlags); fails the test when smaps cannot say. */
-static bool advised_no_huge(const void *p)
+/* Whether the mapping holding p has flag (" nh": MADV_NOHUGEPAGE, " hg":
+ * MADV_HUGEPAGE) in its VmFlags; fails the test when smaps cannot say. */
+static bool mapping_has(const void *p, const char *flag)
 {
 	FILE *f = fopen("/proc/self/smaps", "r");
 	char line[512];
-	bool in = false, nh = false, found = false;
+	bool in = false, has = false, found = false;
 
 	assert_non_null(f);
 	while (fgets(line, sizeof(line), f)) {
@@ -285,14 +286,14 @@ static bool advised_no_huge(const void *p)
 		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) /* a mapping's first line */
 			in = lo <= (uintptr_t)p && (uintptr_t)p < hi;
 		else if (in && strncmp(line, "VmFlags:", 8) == 0) {
-			nh = strstr(line, " nh") != NULL;
+			has = strstr(line, flag) != NULL;
 			found = true;
 		}
 	}
 	fclose(f);
 	if (!found)
 		fail_msg("no VmFlags for %p in /proc/self/smaps", p);
-	return nh;
+	return has;
 }
 
 /* A request no kept block fits takes the largest smaller one as its front,
@@ -343,11 +344,34 @@ static void a_miss_grows_the_largest_smaller_kept_block(void **state)
 }
 
 /* The grown tail of a block started on 4 KiB pages (lazily) is fresh
- * memory and starts as a fresh block does, not advised MADV_NOHUGEPAGE,
- * which would keep it on 4 KiB pages for good. */
-static void a_grown_tail_may_get_huge_pages(void **state)
+ * memory. After a front written densely (a vector grown when full) it
+ * takes THP at once; after a sparse one it starts as a fresh block does,
+ * lazily. Neither is advised MADV_NOHUGEPAGE, which would keep it on 4 KiB
+ * pages for good. Fresh THP counts as fast here (HUGEZERO_THP_CHECK=0),
+ * each block is fresh, and its class holds no evidence. */
+static unsigned char *grown_after(size_t stride)
 {
 	unsigned char *p, *q;
+
+	hz_recycle_trim(); /* fresh blocks, not kept ones */
+	hz_class_note_dense(4 * MiB, false);
+	hz_class_note_dense(8 * MiB, false);
+	p = hz_preload_malloc(4 * MiB);
+	assert_non_null(p);
+	assert_false(mapping_has(p, " hg")); /* lazy: no evidence for the class */
+	for (size_t off = 0; off < 4 * MiB; off += stride)
+		p[off] = 1;
+	escape(p);
+	q = hz_preload_realloc(p, 8 * MiB);
+	assert_non_null(q);
+	assert_true(q[4 * MiB - stride] == 1);
+	assert_false(mapping_has(q + 8 * MiB - 1, " nh"));
+	return q;
+}
+
+static void a_grown_tail_follows_its_front(void **state)
+{
+	unsigned char *q;
 
 	(void)state;
 	if (!hz_backing_lazy()) {
@@ -355,16 +379,16 @@ static void a_grown_tail_may_get_huge_pages(void **state)
 			      "or unusable)\n");
 		skip();
 	}
-	p = hz_preload_malloc(4 * MiB);
-	assert_non_null(p);
-	memset(p, 1, 4 * MiB);
-	escape(p);
-	assert_true(advised_no_huge(p) == false);
-	q = hz_preload_realloc(p, 8 * MiB);
-	assert_non_null(q);
-	assert_true(q[4 * MiB - 1] == 1);
-	assert_false(advised_no_huge(q + 8 * MiB - 1));
+	setenv("HUGEZERO_THP_CHECK", "0", 1);
+	hz_options_reload();
+	q = grown_after(MiB); /* a byte per MiB: sparse */
+	assert_false(mapping_has(q + 8 * MiB - 1, " hg"));
 	hz_preload_free(q);
+	q = grown_after(1); /* every byte: dense */
+	assert_true(mapping_has(q + 8 * MiB - 1, " hg"));
+	hz_preload_free(q);
+	unsetenv("HUGEZERO_THP_CHECK");
+	hz_options_reload();
 }
 
 /* calloc 64 MiB, write its first byte, free, and again at once, in a
@@ -681,7 +705,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(calloc_takes_over_the_block_being_prezeroed),
 		cmocka_unit_test(fork_while_prezeroing_keeps_calloc_zero),
 		cmocka_unit_test(a_miss_grows_the_largest_smaller_kept_block),
-		cmocka_unit_test(a_grown_tail_may_get_huge_pages),
+		cmocka_unit_test(a_grown_tail_follows_its_front),
 	};
 
 	hz_test_library_options();
