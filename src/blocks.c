@@ -526,41 +526,6 @@ void hz_blocks_free(void *p)
 	hz_blocks_release_span(&span);
 }
 
-/* The program's MADV_HUGEPAGE covers a block from inside its first 2 MiB
- * to at most its end: numpy advises each array of 4 MiB or more from the
- * first page boundary past its pointer to its last byte. Advice on part
- * of a 2 MiB page leaves that page on 4 KiB pages (the kernel maps a huge
- * page only where one mapping covers all of it), so the block's first and
- * last 2 MiB, and the rest of the block after the program's range,
- * faulted 4 KiB pages: 36 k faults more in a pandas run, and three
- * mappings for each block. The rounding around the program's bytes is
- * the block's own. */
-bool hz_blocks_advise_huge(uintptr_t start, size_t len)
-{
-	uintptr_t first = start & ~(uintptr_t)(HZ_GRANULE - 1);
-	struct hz_block_region *in = region_of(first);
-	struct block_meta *m;
-	size_t bytes;
-
-	if (len == 0 || start % HZ_SZ_4K != 0 || hz_range_empty(in->range) ||
-	    first < in->range.start || first >= in->range.end)
-		return false;
-	m = &in->meta[hz_region_index(in, first)];
-	if (!__atomic_load_n(&m->live, __ATOMIC_ACQUIRE) || m->backing != HZ_BACKING_SMALL)
-		return false;
-	bytes = (size_t)m->granules * HZ_GRANULE;
-	/* A part the program changed (a guard, its own mapping) is its own. */
-	if (len > bytes || start - first > bytes - len || hz_blocks_foreign_range(first, bytes) ||
-	    hz_prim_madvise((void *)first, bytes, MADV_HUGEPAGE) != 0)
-		return false;
-	/* Now a THP block: its reuse and release judge it as one (mincore
-	 * cannot tell a sparse use of huge pages from a dense one). */
-	m->backing = HZ_BACKING_THP;
-	hz_backing_name_mapping(first, bytes, HZ_BACKING_THP);
-	hz_stats_add(thp_program_advised, 1);
-	return true;
-}
-
 size_t hz_blocks_usable(const void *p)
 {
 	return (size_t)hz_blocks_live(p, "malloc_usable_size", NULL)->granules * HZ_GRANULE;
