@@ -1,4 +1,4 @@
-/* The program's own MADV_HUGEPAGE on a block (src/blocks.c,
+/* The program's own MADV_HUGEPAGE on a block (src/blocks_foreign.c,
  * hz_blocks_advise_huge). numpy advises every array of 4 MiB or more from
  * the first page boundary past its pointer to its last byte. On a
  * hugezero block that starts lazy (4 KiB pages, no advice), that range
