@@ -24,7 +24,9 @@
  * a front on huge pages, or on 4 KiB pages written densely (as the
  * promoter judges a range the program moved on from, promote_density.h),
  * takes THP at once: pandas' reallocs of 16-128 MiB faulted 65 k 4 KiB
- * pages before the first touches advised their tails. Not a kept block
+ * pages before the first touches advised their tails. A tail of at most
+ * HZ_GUESS_MAX (64 MiB), the most a guess may cost: a larger one written
+ * sparsely would cost more. Not a kept block
  * grown at a miss (recycle.c): its front is an earlier block's, and a
  * tail there is mostly the last, partly used 2 MiB of a request a little
  * larger than the block (ld's, 6.1 MiB on 6 MiB: 17 MiB more at its
@@ -34,14 +36,15 @@ struct tail {
 	bool lazy;
 };
 
-static struct tail tail_of(uintptr_t front, size_t old_g, enum hz_backing backing, bool by_realloc)
+static struct tail tail_of(uintptr_t front, size_t old_g, size_t new_g, enum hz_backing backing,
+			   bool by_realloc)
 {
 	/* The front's first 64 MiB speak for it, counted on the stack. */
 	uint16_t resident[HZ_GUESS_MAX / HZ_SZ_2M];
 
 	if (!hz_backing_lazy() || (backing != HZ_BACKING_SMALL && backing != HZ_BACKING_THP))
 		return (struct tail){ backing, true };
-	if (by_realloc &&
+	if (by_realloc && (new_g - old_g) * HZ_GRANULE <= HZ_GUESS_MAX &&
 	    (backing == HZ_BACKING_THP ||
 	     hz_promote_used(front, old_g * HZ_GRANULE, resident,
 			     sizeof(resident) / sizeof(resident[0])) == HZ_FRONT_DENSE))
@@ -187,7 +190,7 @@ static int grow(struct block_meta **m, struct place *at, size_t old_g, size_t ne
 {
 	enum hz_backing backing = (enum hz_backing)(*m)->backing;
 	size_t unit = hz_blocks_unit(backing);
-	struct tail t = tail_of(place_addr(*at), old_g, backing, by_realloc);
+	struct tail t = tail_of(place_addr(*at), old_g, new_g, backing, by_realloc);
 
 	*moved = false;
 	if (grow_in_place(at->r, at->first, old_g, new_g, t) != 0) {

@@ -345,27 +345,28 @@ static void a_miss_grows_the_largest_smaller_kept_block(void **state)
 
 /* The grown tail of a block started on 4 KiB pages (lazily) is fresh
  * memory. After a front written densely (a vector grown when full) it
- * takes THP at once; after a sparse one it starts as a fresh block does,
- * lazily. Neither is advised MADV_NOHUGEPAGE, which would keep it on 4 KiB
- * pages for good. Fresh THP counts as fast here (HUGEZERO_THP_CHECK=0),
- * each block is fresh, and its class holds no evidence. */
-static unsigned char *grown_after(size_t stride)
+ * takes THP at once, up to 64 MiB of it (HZ_GUESS_MAX); after a sparse
+ * one, or larger, it starts as a fresh block does, lazily. None is
+ * advised MADV_NOHUGEPAGE, which would keep it on 4 KiB pages for good.
+ * Fresh THP counts as fast here (HUGEZERO_THP_CHECK=0), each block is
+ * fresh, and its class holds no evidence. */
+static unsigned char *grown_after(size_t stride, size_t to)
 {
 	unsigned char *p, *q;
 
 	hz_recycle_trim(); /* fresh blocks, not kept ones */
 	hz_class_note_dense(4 * MiB, false);
-	hz_class_note_dense(8 * MiB, false);
+	hz_class_note_dense(to, false);
 	p = hz_preload_malloc(4 * MiB);
 	assert_non_null(p);
 	assert_false(mapping_has(p, " hg")); /* lazy: no evidence for the class */
 	for (size_t off = 0; off < 4 * MiB; off += stride)
 		p[off] = 1;
 	escape(p);
-	q = hz_preload_realloc(p, 8 * MiB);
+	q = hz_preload_realloc(p, to);
 	assert_non_null(q);
 	assert_true(q[4 * MiB - stride] == 1);
-	assert_false(mapping_has(q + 8 * MiB - 1, " nh"));
+	assert_false(mapping_has(q + to - 1, " nh"));
 	return q;
 }
 
@@ -381,11 +382,14 @@ static void a_grown_tail_follows_its_front(void **state)
 	}
 	setenv("HUGEZERO_THP_CHECK", "0", 1);
 	hz_options_reload();
-	q = grown_after(MiB); /* a byte per MiB: sparse */
+	q = grown_after(MiB, 8 * MiB); /* a byte per MiB: sparse */
 	assert_false(mapping_has(q + 8 * MiB - 1, " hg"));
 	hz_preload_free(q);
-	q = grown_after(1); /* every byte: dense */
+	q = grown_after(1, 8 * MiB); /* every byte: dense */
 	assert_true(mapping_has(q + 8 * MiB - 1, " hg"));
+	hz_preload_free(q);
+	q = grown_after(1, 4 * MiB + HZ_GUESS_MAX + 2 * MiB); /* dense, but too large a guess */
+	assert_false(mapping_has(q + 4 * MiB + HZ_GUESS_MAX, " hg"));
 	hz_preload_free(q);
 	unsetenv("HUGEZERO_THP_CHECK");
 	hz_options_reload();
