@@ -24,13 +24,13 @@
  * a front on huge pages, or on 4 KiB pages written densely (as the
  * promoter judges a range the program moved on from, promote_density.h),
  * takes THP at once: pandas' reallocs of 16-128 MiB faulted 65 k 4 KiB
- * pages before the first touches advised their tails. A tail of at most
- * HZ_GUESS_MAX (64 MiB), the most a guess may cost: a larger one written
- * sparsely would cost more. Not a kept block
- * grown at a miss (recycle.c): its front is an earlier block's, and a
- * tail there is mostly the last, partly used 2 MiB of a request a little
- * larger than the block (ld's, 6.1 MiB on 6 MiB: 17 MiB more at its
- * peak, and 2.6% slower, with THP at once). */
+ * pages before the first touches advised their tails. Only a tail of at
+ * most HZ_GUESS_MAX (64 MiB), the most a guess may cost: a larger one
+ * written sparsely would cost more. Not a kept block grown at a miss
+ * (recycle.c): its front is an earlier block's, and a tail there is
+ * mostly the last, partly used 2 MiB of a request a little larger than
+ * the block (ld's, 6.1 MiB on 6 MiB: 17 MiB more at its peak, and 2.6%
+ * slower, with THP at once). */
 struct tail {
 	enum hz_backing backing;
 	bool lazy;
