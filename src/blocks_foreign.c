@@ -83,7 +83,9 @@ bool hz_blocks_advise_huge(uintptr_t start, size_t len)
 	    first < in->range.start || first >= in->range.end)
 		return false;
 	m = &in->meta[hz_region_index(in, first)];
-	if (!__atomic_load_n(&m->live, __ATOMIC_ACQUIRE) || m->backing != HZ_BACKING_SMALL)
+	/* After the lookup: a prctl, which advice outside our blocks skips. */
+	if (!__atomic_load_n(&m->live, __ATOMIC_ACQUIRE) || m->backing != HZ_BACKING_SMALL ||
+	    !hz_backing_thp_allowed())
 		return false;
 	bytes = (size_t)m->granules * HZ_GRANULE;
 	/* A part the program changed (a guard, its own mapping) is its own. */

@@ -48,7 +48,6 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 
-#include "../backing.h"
 #include "../blocks.h"
 #include "../blocks_view.h"
 #include "../prim/memory.h"
@@ -137,7 +136,7 @@ HZ_PRIVATE_API void hz_foreign_advised(const void *addr, size_t len, int advice)
 	if (!keeps_mapping(advice))
 		hz_foreign_changed(addr, len);
 	/* First: advice on the whole block leaves no 4 KiB edge to split. */
-	if (advice == MADV_HUGEPAGE && active() && hz_backing_thp_allowed())
+	if (advice == MADV_HUGEPAGE && active())
 		hz_blocks_advise_huge((uintptr_t)addr, len);
 	if ((gives_back(advice) || refuses_huge_pages(advice)) && active())
 		hz_promote_leave((uintptr_t)addr, len);
