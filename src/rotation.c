@@ -104,8 +104,11 @@ static void decide(struct hz_class_rotation *k)
 static void served(struct hz_class_rotation *k, uint64_t now, enum hz_rotation_served how)
 {
 	uint64_t period = k->last != 0 && now > k->last ? (now - k->last) / 1000 : 0;
-	bool at_once = k->freed_at > k->last && now - k->freed_at < HZ_THREAD_WAKE_NS;
+	bool freed = k->freed_at > k->last;
+	bool at_once = freed && now - k->freed_at < HZ_THREAD_WAKE_NS;
 
+	if (freed && !at_once)
+		hz_stats_add(callocs_late, 1);
 	k->at_once = at_once ? k->at_once + (k->at_once < UINT32_MAX) : 0;
 	k->last = now;
 	if (k->cycles < UINT32_MAX)
