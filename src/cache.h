@@ -85,6 +85,14 @@ void hz_cache_budget_refresh(size_t adding);
  * thread reads the cgroup. */
 size_t hz_cache_budget_excess(size_t fresh, bool again);
 
+/* The program's own peak (cache_policy.c): before a fresh block of fresh
+ * bytes is mapped, with live bytes in live blocks, outside the table: how
+ * many cached bytes must be dropped first so that the process's resident
+ * memory stays within the most it held without the cache, plus a slack.
+ * 0 where /proc is hidden. At a hit: live bytes in live blocks now. */
+size_t hz_cache_peak_excess(size_t fresh, size_t live);
+void hz_cache_peak_note(size_t live);
+
 /* Fork child: a read another thread had in progress is over. */
 void hz_cache_policy_fork_child(void);
 

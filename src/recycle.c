@@ -134,7 +134,8 @@ static bool ask_ledger(struct hz_cache *c, size_t size, bool zero, enum hz_preze
 /* A span for the request from the table, or the one the thread is zeroing,
  * with the pre-zero mode as it stood at the request; at a miss, the largest
  * smaller span, to grow. Returns 0 with it and its dirty bytes from the
- * start, or -ENOENT: none, or the guard was refused. */
+ * start, -EAGAIN: the ledger's spare is to be mapped, or -ENOENT: none, or
+ * the guard was refused. */
 static int from_cache(size_t size, size_t align, bool zero, enum hz_prezero_opt mode,
 		      struct hz_cache_batch *b, struct hz_span *span, size_t *dirty)
 {
@@ -158,7 +159,7 @@ static int from_cache(size_t size, size_t align, bool zero, enum hz_prezero_opt 
 		i = hz_cache_pick(c, size, align, zero, dirty_ok,
 				  may_claim && hz_prezero_zeroing(&zeroing) ? &zeroing : NULL);
 		if (!asked && ask_ledger(c, size, zero, mode, now, i, b))
-			return -ENOENT;
+			return -EAGAIN;
 		asked = true;
 		if (i != HZ_CACHE_ZEROING)
 			break;
@@ -245,6 +246,26 @@ static void make_room(size_t size, const struct hz_span *reused)
 	hz_prezero_release(&b);
 }
 
+/* Before fresh bytes are faulted in: the cached blocks that would take the
+ * process past its own peak go first, oldest first (cache_policy.c). The
+ * pre-zero thread holding the table or a span: they stay, this once. */
+static void stay_within_peak(size_t fresh)
+{
+	struct hz_cache_batch b = { .count = 0 };
+	size_t blocks, live, excess;
+	struct hz_cache *c;
+
+	if (!hz_cache_policy()->adapt)
+		return;
+	hz_blocks_live_totals(&blocks, &live);
+	excess = hz_cache_peak_excess(fresh, live);
+	if (excess == 0 || !(c = hz_prezero_enter(&b)))
+		return;
+	hz_cache_shrink(c, c->bytes > excess ? c->bytes - excess : 0, &b);
+	hz_prezero_leave();
+	hz_prezero_release(&b);
+}
+
 static void watch_block(uintptr_t start, size_t len)
 {
 	hz_prezero_watch(start, len, HZ_PROMOTE_BLOCK);
@@ -321,6 +342,9 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 	hz_prezero_release(&b);
 	if (ret != 0) {
 		hz_stats_add(cache_misses, 1);
+		/* The spare is a block more by design, on trial (rotation.h). */
+		if (ret != -EAGAIN)
+			stay_within_peak(size);
 		make_room(size, NULL);
 		return hz_blocks_alloc(size, align, out); /* fresh: zero */
 	}
@@ -331,10 +355,18 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 		return hz_blocks_alloc(size, align, out);
 	}
 	grows = hz_span_bytes(&span) < size; /* a smaller span, to grow */
-	if (grows)
+	if (grows) {
 		hz_stats_add(cache_misses, 1);
-	else
+		stay_within_peak(size - hz_span_bytes(&span));
+	} else {
+		size_t blocks, live;
+
 		hz_stats_add(cache_hits, 1);
+		if (hz_cache_policy()->adapt) {
+			hz_blocks_live_totals(&blocks, &live);
+			hz_cache_peak_note(live + hz_span_bytes(&span));
+		}
+	}
 	make_room(size, &span);
 	if (zero && dirty > 0 && zero_dirty(&span, dirty) != 0)
 		return hz_blocks_alloc(size, align, out);
@@ -346,6 +378,15 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 	hz_blocks_revive(&span);
 	*out = (void *)span.range.start;
 	return grows ? grow_kept(size, align, out) : 0;
+}
+
+int hz_recycle_resize(void *p, size_t size, void **out)
+{
+	size_t old = hz_blocks_usable(p);
+
+	if (size > old && hz_cache_policy()->cache_max > 0)
+		stay_within_peak(size - old);
+	return hz_blocks_resize(p, size, out);
 }
 
 /* HUGEZERO_ZERO_ON_FREE: the span is zeroed before it enters the table.

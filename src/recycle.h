@@ -15,6 +15,10 @@
  * -ENOMEM. */
 int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out);
 
+/* Resize a live block (hz_blocks_resize), the cached blocks that its
+ * growth would take past the process's own peak given back first. */
+int hz_recycle_resize(void *p, size_t size, void **out);
+
 /* Take a live block back into the cache (or release it when the cache is
  * full or disabled). Keeps errno. */
 void hz_recycle_free(void *p);

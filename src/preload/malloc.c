@@ -131,7 +131,7 @@ HZ_PRIVATE_API void *hz_preload_realloc(void *p, size_t size)
 		}
 		if (size < threshold() || !is_large(size))
 			return move_across(p, hz_blocks_usable(p), size, 0);
-		if (hz_blocks_resize(p, size, &q) == 0)
+		if (hz_recycle_resize(p, size, &q) == 0)
 			return q;
 		/* The reservation cannot hold it: the next allocator may. */
 		q = move_across(p, hz_blocks_usable(p), size, 0);

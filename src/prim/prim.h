@@ -84,6 +84,10 @@ uint64_t hz_prim_address_space_limit(void);
 /* Bytes of address space the process maps now (VmSize). */
 int hz_prim_address_space_used(uint64_t *bytes);
 
+/* Bytes of the process's memory resident now (/proc/self/statm), or
+ * -errno: /proc hidden. */
+int hz_prim_resident(uint64_t *bytes);
+
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t hz_prim_now_ns(void);
 

@@ -344,6 +344,56 @@ static void a_miss_grows_the_largest_smaller_kept_block(void **state)
 	hz_preload_free(between);
 }
 
+/* The cache never takes the process past the most it held without it
+ * (cache_policy.c, "the program's own peak"). A kept 32 MiB block, then a
+ * 96 MiB calloc that it cannot serve: it is dirty, and no thread clears
+ * it (HUGEZERO_PREZERO=off). Under glibc the program's peak would be the
+ * calloc's block, so the kept one goes before that block is mapped;
+ * after the program held 192 MiB, it stays. The kept block's size shows
+ * reuse first: a block of a size that shows none goes at any miss. Returns
+ * the bytes still cached once the calloc's block is mapped. */
+static uint64_t kept_beside_a_calloc(size_t held_before)
+{
+	unsigned char *before = NULL, *a = NULL, *b;
+	uint64_t kept;
+
+	if (held_before > 0) {
+		before = hz_preload_malloc(held_before);
+		assert_non_null(before);
+		memset(before, DIRTY, held_before);
+		escape(before);
+	}
+	for (int reuse = 0; reuse < 2; reuse++) {
+		if (reuse > 0)
+			hz_preload_free(a);
+		a = hz_preload_malloc(32 * MiB);
+		assert_non_null(a);
+		memset(a, DIRTY, 32 * MiB);
+		escape(a);
+	}
+	if (before != NULL)
+		hz_preload_free(before); /* a size that shows no reuse: given back */
+	hz_preload_free(a);
+	assert_int_equal(__atomic_load_n(&hz_stats.cache_bytes, __ATOMIC_RELAXED), 32 * MiB);
+	b = hz_preload_calloc(1, 96 * MiB);
+	assert_non_null(b);
+	kept = __atomic_load_n(&hz_stats.cache_bytes, __ATOMIC_RELAXED);
+	hz_preload_free(b);
+	return kept;
+}
+
+static void a_kept_block_goes_before_a_new_peak(void **state)
+{
+	(void)state;
+	assert_int_equal(kept_beside_a_calloc(0), 0);
+}
+
+static void a_kept_block_stays_below_an_earlier_peak(void **state)
+{
+	(void)state;
+	assert_int_equal(kept_beside_a_calloc(160 * MiB), 32 * MiB);
+}
+
 /* The grown tail of a block started on 4 KiB pages (lazily) is fresh
  * memory. After a front written densely (a vector grown when full) it
  * takes THP at once, up to 64 MiB of it (HZ_GUESS_MAX); after a sparse
@@ -729,6 +779,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(fork_while_prezeroing_keeps_calloc_zero),
 		cmocka_unit_test(a_miss_grows_the_largest_smaller_kept_block),
 		cmocka_unit_test(a_grown_tail_follows_its_front),
+		cmocka_unit_test(a_kept_block_goes_before_a_new_peak),
+		cmocka_unit_test(a_kept_block_stays_below_an_earlier_peak),
 	};
 
 	hz_test_library_options();
