@@ -252,7 +252,7 @@ static void make_room(size_t size, const struct hz_span *reused)
 static void stay_within_peak(size_t fresh)
 {
 	struct hz_cache_batch b = { .count = 0 };
-	size_t blocks, live, excess;
+	size_t blocks, live, excess, before;
 	struct hz_cache *c;
 
 	if (!hz_cache_policy()->adapt)
@@ -261,7 +261,9 @@ static void stay_within_peak(size_t fresh)
 	excess = hz_cache_peak_excess(fresh, live);
 	if (excess == 0 || !(c = hz_prezero_enter(&b)))
 		return;
-	hz_cache_shrink(c, c->bytes > excess ? c->bytes - excess : 0, &b);
+	before = c->bytes;
+	hz_cache_shrink(c, before > excess ? before - excess : 0, &b);
+	hz_stats_add(cache_peak_bytes, before - c->bytes);
 	hz_prezero_leave();
 	hz_prezero_release(&b);
 }

@@ -384,14 +384,19 @@ static uint64_t kept_beside_a_calloc(size_t held_before)
 
 static void a_kept_block_goes_before_a_new_peak(void **state)
 {
+	uint64_t dropped = __atomic_load_n(&hz_stats.cache_peak_bytes, __ATOMIC_RELAXED);
+
 	(void)state;
 	assert_int_equal(kept_beside_a_calloc(0), 0);
+	assert_int_equal(__atomic_load_n(&hz_stats.cache_peak_bytes, __ATOMIC_RELAXED) - dropped,
+			 32 * MiB);
 }
 
 static void a_kept_block_stays_below_an_earlier_peak(void **state)
 {
 	(void)state;
 	assert_int_equal(kept_beside_a_calloc(160 * MiB), 32 * MiB);
+	assert_int_equal(__atomic_load_n(&hz_stats.cache_peak_bytes, __ATOMIC_RELAXED), 0);
 }
 
 /* The grown tail of a block started on 4 KiB pages (lazily) is fresh
