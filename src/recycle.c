@@ -255,7 +255,7 @@ static void stay_within_peak(size_t fresh)
 	size_t blocks, live, excess, before;
 	struct hz_cache *c;
 
-	if (!hz_cache_policy()->adapt)
+	if (!hz_cache_policy()->adapt || hz_cache_policy()->cache_max == 0)
 		return;
 	hz_blocks_live_totals(&blocks, &live);
 	excess = hz_cache_peak_excess(fresh, live);
@@ -266,6 +266,22 @@ static void stay_within_peak(size_t fresh)
 	hz_stats_add(cache_peak_bytes, before - c->bytes);
 	hz_prezero_leave();
 	hz_prezero_release(&b);
+}
+
+/* A request served by a cached span: a smaller one grows by fresh bytes;
+ * a hit adds only to the live blocks, which the peak counts. */
+static void served_within_peak(const struct hz_span *span, size_t size)
+{
+	size_t blocks, live, have = hz_span_bytes(span);
+
+	if (have < size) {
+		stay_within_peak(size - have);
+		return;
+	}
+	if (!hz_cache_policy()->adapt)
+		return;
+	hz_blocks_live_totals(&blocks, &live);
+	hz_cache_peak_note(live + have);
 }
 
 static void watch_block(uintptr_t start, size_t len)
@@ -357,18 +373,11 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 		return hz_blocks_alloc(size, align, out);
 	}
 	grows = hz_span_bytes(&span) < size; /* a smaller span, to grow */
-	if (grows) {
+	if (grows)
 		hz_stats_add(cache_misses, 1);
-		stay_within_peak(size - hz_span_bytes(&span));
-	} else {
-		size_t blocks, live;
-
+	else
 		hz_stats_add(cache_hits, 1);
-		if (hz_cache_policy()->adapt) {
-			hz_blocks_live_totals(&blocks, &live);
-			hz_cache_peak_note(live + hz_span_bytes(&span));
-		}
-	}
+	served_within_peak(&span, size);
 	make_room(size, &span);
 	if (zero && dirty > 0 && zero_dirty(&span, dirty) != 0)
 		return hz_blocks_alloc(size, align, out);
@@ -386,7 +395,7 @@ int hz_recycle_resize(void *p, size_t size, void **out)
 {
 	size_t old = hz_blocks_usable(p);
 
-	if (size > old && hz_cache_policy()->cache_max > 0)
+	if (size > old)
 		stay_within_peak(size - old);
 	return hz_blocks_resize(p, size, out);
 }

@@ -419,7 +419,7 @@ int hz_prim_resident(uint64_t *bytes)
 
 	if (n < 0)
 		return (int)n;
-	strtoull(buf, &end, 10); /* the first field: size */
+	(void)strtoull(buf, &end, 10); /* the first field: size */
 	pages = strtoull(end, &end, 10);
 	errno = saved;
 	if (*end != ' ')
