@@ -130,10 +130,10 @@ int hz_blocks_resize(void *p, size_t size, void **out);
 int hz_blocks_grow(void *p, size_t size, void **out);
 
 /* The program advised MADV_HUGEPAGE on [start, start + len): when that
- * lies in one live block on 4 KiB pages, from inside its first 2 MiB, and
- * blocks may take THP (hz_backing_thp_allowed), the whole block is advised
- * and becomes a THP block (blocks_foreign.c). Returns
- * whether it did. Lock-free and async-signal-safe: the caller owns the
+ * lies in one live block on 4 KiB pages, from inside its first 2 MiB into
+ * its last 2 MiB, and blocks may take THP (hz_backing_thp_allowed), the
+ * whole block is advised and becomes a THP block (blocks_foreign.c).
+ * Returns whether it did. Lock-free and async-signal-safe: the caller owns the
  * block. */
 bool hz_blocks_advise_huge(uintptr_t start, size_t len);
 

@@ -88,8 +88,12 @@ bool hz_blocks_advise_huge(uintptr_t start, size_t len)
 	    !hz_backing_thp_allowed())
 		return false;
 	bytes = (size_t)m->granules * HZ_GRANULE;
-	/* A part the program changed (a guard, its own mapping) is its own. */
-	if (len > bytes || start - first > bytes - len || hz_blocks_foreign_range(first, bytes) ||
+	/* Advice short of the block's last 2 MiB is the program's alone: one
+	 * page at a block's head turned a 256 MiB block written once every
+	 * 2 MiB into 256 MiB of huge pages. A part the program changed (a
+	 * guard, its own mapping) is its own too. */
+	if (len > bytes || start - first > bytes - len ||
+	    start - first + len <= bytes - HZ_GRANULE || hz_blocks_foreign_range(first, bytes) ||
 	    hz_prim_madvise((void *)first, bytes, MADV_HUGEPAGE) != 0)
 		return false;
 	/* Now a THP block: its reuse and release judge it as one (mincore

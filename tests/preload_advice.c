@@ -5,8 +5,8 @@
  * leaves the block's first and last 2 MiB outside one advised mapping, so
  * they faulted 4 KiB pages, and split the block in three mappings. The
  * preload now advises the whole block first: one mapping, advised from
- * the block's start. Advice on the middle of a block is the program's
- * alone. Skipped, with the reason, where THP is not in "madvise" mode
+ * the block's start. Advice on the middle of a block, or on its head
+ * only, is the program's alone. Skipped, with the reason, where THP is not in "madvise" mode
  * (under "always" no block starts lazy) or the test runs emulated. */
 #include <stdarg.h>
 #include <stdbool.h>
@@ -116,10 +116,27 @@ static void advice_on_the_middle_is_the_programs_alone(void **state)
 	free(p);
 }
 
+/* One page advised at the head of a block written sparsely: the whole
+ * block on THP would cost a huge page at every write. */
+static void advice_on_the_head_is_the_programs_alone(void **state)
+{
+	char *p;
+
+	(void)state;
+	need_lazy_blocks();
+	p = lazy_block(12 * MiB);
+	assert_int_equal(madvise(p + PAGE, PAGE, MADV_HUGEPAGE), 0);
+	assert_true(vma_of((uintptr_t)p + PAGE).huge);
+	assert_false(vma_of((uintptr_t)p + 4 * MiB).huge);
+	assert_false(vma_of((uintptr_t)p).huge);
+	free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(advice_on_the_middle_is_the_programs_alone),
+		cmocka_unit_test(advice_on_the_head_is_the_programs_alone),
 		cmocka_unit_test(numpys_advice_covers_the_whole_block),
 	};
 
