@@ -261,10 +261,10 @@ size_t hz_cache_budget_excess(size_t fresh, bool again)
  * glibc would not hold: kept while the program's other memory grows, it
  * adds to a new peak (pandas: 880-910 MB against glibc's 812, with 258 MiB
  * kept while its frames were sorted). So the cache keeps the most the
- * process would have held without it: at a miss, what it holds (resident,
- * less the cached bytes) with the fresh block written; at a hit, or a miss
- * with nothing cached, the live blocks with the other memory the last read
- * saw (no read). Before a fresh block is mapped, the cache drops what
+ * process would have held without it: at a miss with blocks cached, what
+ * it holds (resident, less the cached bytes) with the fresh block
+ * written; at a hit, or a miss with nothing cached, the live blocks with
+ * the other memory the last read saw (no read). Before a fresh block is mapped, the cache drops what
  * would take the process past that, plus 1/PEAK_SLACK_DIV of it: a kept
  * block that waits for its reuse costs at most that share. Cached bytes
  * need not be resident (then the measure is low, and more is dropped). */
