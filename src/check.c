@@ -12,6 +12,7 @@
 #include "stats.h"
 
 #define HELD_MAX 32
+#define CHECK_WAIT_S 10
 
 void hz_recycle_drain(void)
 {
@@ -120,6 +121,21 @@ static int check_held(const struct held *h, struct hz_recycle_census *c)
 	return 0;
 }
 
+/* The table, once the thread is out of its turn. A request passes by a
+ * thread preempted in its turn (and by each later look in that same turn),
+ * so one try fails the check wherever the thread runs slowly (an emulated
+ * CPU, a sanitizer): wait for the turn to end, as a request later would. */
+static struct hz_cache *enter_to_check(struct hz_cache_batch *b)
+{
+	uint64_t t0 = hz_prim_now_ns();
+	struct hz_cache *t;
+
+	while (!(t = hz_prezero_enter(b)) &&
+	       hz_prim_now_ns() - t0 < (uint64_t)CHECK_WAIT_S * 1000000000u)
+		hz_prim_sleep_ns(HZ_THREAD_WAKE_NS);
+	return t;
+}
+
 int hz_recycle_check(struct hz_recycle_census *c,
 		     void (*visit)(const struct hz_span *span, bool clean, void *ctx),
 		     void *ctx)
@@ -130,9 +146,10 @@ int hz_recycle_check(struct hz_recycle_census *c,
 	int ret;
 
 	*c = (struct hz_recycle_census){ 0, 0, 0, 0 };
-	t = hz_prezero_enter(&b);
+	t = enter_to_check(&b);
 	if (!t) {
-		hz_warn("check: the pre-zero thread stays in its turn at the table");
+		hz_warn("check: the pre-zero thread stays in its turn at the table for %d s",
+			CHECK_WAIT_S);
 		return -EUCLEAN;
 	}
 	hz_prezero_each_held(note_held, &h);
