@@ -56,7 +56,7 @@ static struct vma vma_of(uintptr_t a)
 static void need_lazy_blocks(void)
 {
 	if (getenv("HZ_UNDER_EMULATOR") || !hz_test_thp_mode_is("[madvise]")) {
-		print_message("skipped: THP is not in \"madvise\" mode here, or the test runs "
+		print_message("[  SKIP    ] THP is not in \"madvise\" mode here, or the test runs "
 			      "under an emulator\n");
 		skip();
 	}

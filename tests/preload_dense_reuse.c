@@ -43,7 +43,7 @@ static void written(void *p)
 static void need_lazy_thp(void)
 {
 	if (getenv("HZ_UNDER_EMULATOR") || !hz_test_thp_mode_is("[madvise]")) {
-		print_message("skipped: THP is not in \"madvise\" mode here, or the test runs "
+		print_message("[  SKIP    ] THP is not in \"madvise\" mode here, or the test runs "
 			      "under an emulator\n");
 		skip();
 	}

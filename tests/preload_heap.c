@@ -87,7 +87,7 @@ static struct heap run(const char *preload_path, const char *const *env_extra,
 static void need_madvise(void)
 {
 	if (getenv("HZ_UNDER_EMULATOR") != NULL || !hz_test_thp_mode_is("[madvise]")) {
-		print_message("skipped: THP is not in \"madvise\" mode here, or the test runs "
+		print_message("[  SKIP    ] THP is not in \"madvise\" mode here, or the test runs "
 			      "under an emulator\n");
 		skip();
 	}
@@ -275,7 +275,7 @@ static void heap_is_left_alone_without_thp_madvise(void **state)
 	(void)state;
 	need_madvise();
 	if (geteuid() != 0 || access(THP_MODE, W_OK) != 0) {
-		print_message("skipped: changing the THP mode needs root and a writable %s\n",
+		print_message("[  SKIP    ] changing the THP mode needs root and a writable %s\n",
 			      THP_MODE);
 		skip();
 	}
@@ -319,7 +319,7 @@ static void heap_under_strict_overcommit_is_left_alone(void **state)
 	(void)state;
 	need_madvise();
 	if (geteuid() != 0 || access(OVERCOMMIT, W_OK) != 0) {
-		print_message("skipped: changing %s needs root\n", OVERCOMMIT);
+		print_message("[  SKIP    ] changing %s needs root\n", OVERCOMMIT);
 		skip();
 	}
 	f = fopen(OVERCOMMIT, "r");

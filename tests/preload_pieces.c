@@ -27,7 +27,7 @@
 static void need_lazy_thp(void)
 {
 	if (getenv("HZ_UNDER_EMULATOR") || !hz_test_thp_mode_is("[madvise]")) {
-		print_message("skipped: THP is not in \"madvise\" mode here, or the test runs "
+		print_message("[  SKIP    ] THP is not in \"madvise\" mode here, or the test runs "
 			      "under an emulator\n");
 		skip();
 	}
@@ -213,7 +213,7 @@ static void sparse_pieces_stay_on_small_pages(void **state)
 	(void)state;
 	need_lazy_thp();
 	if (!hz_test_mincore_sees_holes()) {
-		print_message("skipped: mincore reports untouched pages resident here\n");
+		print_message("[  SKIP    ] mincore reports untouched pages resident here\n");
 		skip();
 	}
 	for (int i = 0; i < PIECES; i++) {

@@ -187,7 +187,7 @@ static void seccomp_refuses_what_the_thread_never_does(void **state)
 
 	(void)state;
 	if (!seccomp_available()) {
-		print_message("skipped: this kernel or a sandbox refuses seccomp filters here\n");
+		print_message("[  SKIP    ] this kernel or a sandbox refuses seccomp filters here\n");
 		skip();
 	}
 	o = run_confined();
@@ -207,7 +207,7 @@ static void landlock_refuses_files_elsewhere(void **state)
 
 	(void)state;
 	if (!landlock_available()) {
-		print_message("skipped: Landlock is not enabled in this kernel\n");
+		print_message("[  SKIP    ] Landlock is not enabled in this kernel\n");
 		skip();
 	}
 	/* A file left by another run (a build where the domain did not
@@ -239,7 +239,7 @@ static void glibc_setuid_reaches_the_confined_thread(void **state)
 
 	(void)state;
 	if (geteuid() != 0) {
-		print_message("skipped: setuid to nobody needs root\n");
+		print_message("[  SKIP    ] setuid to nobody needs root\n");
 		skip();
 	}
 	pid = fork();
@@ -284,7 +284,7 @@ static void a_confined_thread_can_end_its_process(void **state)
 
 	(void)state;
 	if (!seccomp_available()) {
-		print_message("skipped: this kernel or a sandbox refuses seccomp filters here\n");
+		print_message("[  SKIP    ] this kernel or a sandbox refuses seccomp filters here\n");
 		skip();
 	}
 	pid = fork();
@@ -332,7 +332,7 @@ static void prezero_thread_is_confined(void **state)
 		fclose(f);
 	}
 	if (tid == 0) {
-		print_message("skipped: the pre-zero thread did not start (HUGEZERO_PREZERO?)\n");
+		print_message("[  SKIP    ] the pre-zero thread did not start (HUGEZERO_PREZERO?)\n");
 		skip();
 	}
 	assert_int_equal(nnp, 1);

@@ -109,7 +109,7 @@ static void need_unshare(void)
 
 	run_probe(&p);
 	if (p.ret == -ENOSYS || p.ret == -EPERM) {
-		print_message("skipped: close_range(CLOSE_RANGE_UNSHARE) refused here (%s; Linux "
+		print_message("[  SKIP    ] close_range(CLOSE_RANGE_UNSHARE) refused here (%s; Linux "
 			      "5.9+, or a seccomp filter)\n", strerror(-p.ret));
 		skip();
 	}
@@ -165,7 +165,7 @@ static void pagemap_scans_work_in_both_tables(void **state)
 	(void)state;
 	need_unshare();
 	if (before != 1) {
-		print_message("skipped: PAGEMAP_SCAN not available here (%d)\n", before);
+		print_message("[  SKIP    ] PAGEMAP_SCAN not available here (%d)\n", before);
 		skip();
 	}
 	run_probe(&p);
@@ -218,7 +218,7 @@ static void prezero_thread_holds_none_of_the_programs_files(void **state)
 		usleep(10000);
 	}
 	if (tid == 0) {
-		print_message("skipped: the pre-zero thread did not start (HUGEZERO_PREZERO?)\n");
+		print_message("[  SKIP    ] the pre-zero thread did not start (HUGEZERO_PREZERO?)\n");
 		skip();
 	}
 	assert_false(task_has_fd(tid, fds[0]));

@@ -52,7 +52,7 @@ static void single_threaded_program_learns_reuse_before_starting_the_thread(void
 
 	(void)state;
 	if (!__libc_single_threaded || hz_prezero_mode() != HZ_PREZERO_OPT_THREAD) {
-		print_message("skipped: not single-threaded, or HUGEZERO_PREZERO is not thread\n");
+		print_message("[  SKIP    ] not single-threaded, or HUGEZERO_PREZERO is not thread\n");
 		skip();
 	}
 	hz_recycle_free(dirty_block());
@@ -81,7 +81,7 @@ static void watched_block_wakes_the_sleeping_thread(void **state)
 
 	(void)state;
 	if (!thread_started() || !hz_promote_enabled()) {
-		print_message("skipped: no pre-zero thread, or lazy huge pages are off here "
+		print_message("[  SKIP    ] no pre-zero thread, or lazy huge pages are off here "
 			      "(THP mode not madvise, or HUGEZERO_LAZY_THP=0)\n");
 		skip();
 	}

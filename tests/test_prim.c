@@ -134,7 +134,7 @@ static void need_empty_1g_pool(void)
 		fclose(f);
 	}
 	if (atol(buf) > 0) {
-		print_message("skipped: the 1 GiB hugetlb pool has pages here\n");
+		print_message("[  SKIP    ] the 1 GiB hugetlb pool has pages here\n");
 		skip();
 	}
 }
@@ -150,7 +150,7 @@ static void need_mincore_on_reservations(void)
 	works = mapped(p, PAGE);
 	munmap(p, PAGE);
 	if (!works) {
-		print_message("skipped: mincore refuses PROT_NONE pages here (qemu-user)\n");
+		print_message("[  SKIP    ] mincore refuses PROT_NONE pages here (qemu-user)\n");
 		skip();
 	}
 }
@@ -237,7 +237,7 @@ static void refresh_drops_the_pages_and_merges_with_its_neighbours(void **state)
 		    p[4 * MiB] == 1);
 	p[3 * MiB] = 2;
 	if (mappings_over(p, 6 * MiB) < 0) {
-		print_message("skipped: no /proc/self/maps to count the mappings in\n");
+		print_message("[  SKIP    ] no /proc/self/maps to count the mappings in\n");
 		skip();
 	}
 	assert_int_equal(mappings_over(p, 6 * MiB), 1);
@@ -338,7 +338,7 @@ static void residency_walks_maximal_runs(void **state)
 	(void)state;
 	assert_int_equal(hz_prim_probe_discard(&d), 0);
 	if (!d.mincore_works) {
-		print_message("skipped: mincore does not tell written pages here (an emulator?)\n");
+		print_message("[  SKIP    ] mincore does not tell written pages here (an emulator?)\n");
 		skip();
 	}
 	p = mmap(NULL, 8 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -367,7 +367,8 @@ static void residency_stops_at_a_hole(void **state)
 
 	(void)state;
 	if (!hz_test_mincore_sees_holes()) {
-		print_message("skipped: mincore and madvise do not both fail on an unmapped page here (qemu-user)\n");
+		print_message("[  SKIP    ] mincore and madvise do not both fail on an "
+			      "unmapped page here (qemu-user)\n");
 		skip();
 	}
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -478,7 +479,7 @@ static void the_thread_left_knows_the_main_threads_status(void **state)
 	if (ret == -EINVAL || ret == -ENOENT) {
 		/* No /proc, or qemu-user's own /proc/self/stat: no state
 		 * letter, no thread count, 44 fields. */
-		print_message("skipped: /proc/self/stat is missing or lacks the state, thread "
+		print_message("[  SKIP    ] /proc/self/stat is missing or lacks the state, thread "
 			      "count or exit code (an emulator's)\n");
 		skip();
 	}

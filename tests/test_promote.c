@@ -65,7 +65,7 @@ static void need_promotion(void)
 	int ret;
 
 	if (!hz_promote_enabled() || hz_prezero_mode() != HZ_PREZERO_OPT_THREAD) {
-		print_message("skipped: no promotion here (THP not in madvise mode, disabled by "
+		print_message("[  SKIP    ] no promotion here (THP not in madvise mode, disabled by "
 			      "prctl, or the pre-zero thread off)\n");
 		skip();
 	}
@@ -73,7 +73,7 @@ static void need_promotion(void)
 	memset(p, 1, 2 * MiB);
 	ret = madvise(p, 2 * MiB, MADV_COLLAPSE);
 	if (ret != 0) {
-		print_message("skipped: MADV_COLLAPSE fails here (%s; Linux 6.1+)\n", strerror(errno));
+		print_message("[  SKIP    ] MADV_COLLAPSE fails here (%s; Linux 6.1+)\n", strerror(errno));
 		munmap(p, 2 * MiB);
 		skip();
 	}
@@ -82,7 +82,7 @@ static void need_promotion(void)
 	ret = huge_kb(p, 2 * MiB) < 2048;
 	munmap(p, 2 * MiB);
 	if (ret) {
-		print_message("skipped: MADV_COLLAPSE succeeds here but smaps shows no huge page "
+		print_message("[  SKIP    ] MADV_COLLAPSE succeeds here but smaps shows no huge page "
 			      "(an emulator)\n");
 		skip();
 	}

@@ -59,7 +59,7 @@ static void assert_all_zero(const unsigned char *p, size_t len)
 static void need_residency(void)
 {
 	if (!hz_zero_residency_trusted()) {
-		print_message("skipped: mincore/MADV_DONTNEED do not behave as on Linux here\n");
+		print_message("[  SKIP    ] mincore/MADV_DONTNEED do not behave as on Linux here\n");
 		skip();
 	}
 }
@@ -97,7 +97,7 @@ static bool pagemap_works(void)
 static void need_pagemap(void)
 {
 	if (!pagemap_works()) {
-		print_message("skipped: PAGEMAP_SCAN not available here (before Linux 6.7, or no /proc)\n");
+		print_message("[  SKIP    ] PAGEMAP_SCAN not available here (before Linux 6.7, or no /proc)\n");
 		skip();
 	}
 }
@@ -111,7 +111,7 @@ static void need_zero_page(void)
 	uint64_t cat;
 
 	if (scan_one_page(true, &cat) != 1 || !(cat & HZ_PAGE_IS_PFNZERO)) {
-		print_message("skipped: a read fault here maps a page of its own, not the shared "
+		print_message("[  SKIP    ] a read fault here maps a page of its own, not the shared "
 			      "zero page\n");
 		skip();
 	}

@@ -52,7 +52,7 @@ static void assert_all_zero(const unsigned char *p, size_t len)
 static void need_residency(void)
 {
 	if (!hz_zero_residency_trusted()) {
-		print_message("skipped: mincore/MADV_DONTNEED do not behave as on Linux "
+		print_message("[  SKIP    ] mincore/MADV_DONTNEED do not behave as on Linux "
 			      "here (an emulator?), so whole ranges are cleared\n");
 		skip();
 	}
@@ -211,7 +211,8 @@ static void range_with_a_hole_is_never_written_through(void **state)
 
 	(void)state;
 	if (!hz_test_mincore_sees_holes()) {
-		print_message("skipped: mincore and madvise do not both fail on an unmapped page here (qemu-user)\n");
+		print_message("[  SKIP    ] mincore and madvise do not both fail on an "
+			      "unmapped page here (qemu-user)\n");
 		skip();
 	}
 	for (unsigned i = 0; i < 2; i++) {

@@ -213,7 +213,7 @@ static int thp_check_child(void *arg)
 	CHECK(p && hz_blocks_owns(p));
 	CHECK(hz_prim_fault_fired(slot) > 0);
 	if (hz_stats.blocks[HZ_BACKING_THP] == thp_before) {
-		printf("# skipped: THP unavailable here, the speed check never runs\n");
+		printf("[  SKIP    ] THP unavailable here, the speed check never runs\n");
 		return CHILD_SKIPPED;
 	}
 	*slow = hz_stats.fallbacks[HZ_FB_THP_SLOW];
@@ -288,7 +288,7 @@ static int collapse_child(void *arg)
 	hz_exec_advise_segment(&seg, -1);
 	hz_exec_stats_get(&st);
 	if (st.advised_bytes == 0) {
-		printf("# skipped: MADV_HUGEPAGE refused on a file mapping here\n");
+		printf("[  SKIP    ] MADV_HUGEPAGE refused on a file mapping here\n");
 		return CHILD_SKIPPED;
 	}
 	/* Probed once on the segment, refused: off for the process. */
@@ -509,7 +509,7 @@ static int boundary_child(void *arg)
 	w = hz_preload_malloc(8 * MiB);
 	CHECK(x && y && z && w && hz_blocks_owns(x) && hz_blocks_owns(w));
 	if (z + GiB != x || w + 8 * MiB != x) {
-		printf("# skipped: the second region is not right under the first (%p, %p)\n",
+		printf("[  SKIP    ] the second region is not right under the first (%p, %p)\n",
 		       (void *)z, (void *)x);
 		return CHILD_SKIPPED;
 	}
@@ -560,7 +560,7 @@ static int trim_child(void *arg)
 			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	CHECK(m != MAP_FAILED);
 	if (hz_prim_fault_fired(slot) == 0) {
-		printf("# skipped: mmap of %zu bytes made fewer than %lu trims\n", t->len, t->nth);
+		printf("[  SKIP    ] mmap of %zu bytes made fewer than %lu trims\n", t->len, t->nth);
 		return CHILD_SKIPPED;
 	}
 	hz_prim_fault_disarm();

@@ -112,7 +112,7 @@ static int moved_block_child(void *arg)
 	CHECK(hz_blocks_alloc(BLOCK, HZ_GRANULE, (void **)&a) == 0);
 	CHECK(hz_blocks_alloc(BLOCK, HZ_GRANULE, (void **)&b) == 0);
 	if (b != a + BLOCK) {
-		printf("# skipped: the second block is not right after the first\n");
+		printf("[  SKIP    ] the second block is not right after the first\n");
 		return CHILD_SKIPPED;
 	}
 	memset(a, 0x11, BLOCK);

@@ -386,7 +386,7 @@ static void each_call_failing_once_keeps_jemalloc_hooks_correct(void **state)
 		    points[HZ_CALL_MADVISE] > 0);
 #else
 	(void)state;
-	printf("# skipped: built without jemalloc's headers\n");
+	printf("[  SKIP    ] built without jemalloc's headers\n");
 	skip();
 #endif
 }

@@ -98,7 +98,7 @@ static bool wait_held(uint64_t ns)
 static void held_or_skip(const char *doing)
 {
 	if (!wait_held(5000000000ull)) {
-		print_message("skipped: the pre-zero thread never %s in 5 s\n", doing);
+		print_message("[  SKIP    ] the pre-zero thread never %s in 5 s\n", doing);
 		skip();
 	}
 }
@@ -411,7 +411,7 @@ static void held_inside_a_shared_clear(void **state)
 	}
 	if (!reached_last()) {
 		__atomic_store_n(&hold_at, -1, __ATOMIC_RELEASE);
-		printf("# the pre-zero thread never took a chunk of a shared clear\n");
+		printf("[  SKIP    ] the pre-zero thread never took a chunk of a shared clear\n");
 		skip();
 	}
 	operations_within_bound(8 * MiB, "inside a chunk of a shared clear");

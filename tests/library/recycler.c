@@ -363,7 +363,7 @@ static void need_room_below(uint64_t bytes)
 
 	assert_int_equal(hz_prim_resident(&rss), 0);
 	if (rss > bytes) {
-		print_message("skipped: the process holds %llu MiB now (a sanitizer's shadow "
+		print_message("[  SKIP    ] the process holds %llu MiB now (a sanitizer's shadow "
 			      "memory?), more than the %llu MiB the test's earlier peak leaves "
 			      "room for\n",
 			      (unsigned long long)(rss / MiB), (unsigned long long)(bytes / MiB));
@@ -463,7 +463,7 @@ static void a_grown_tail_follows_its_front(void **state)
 
 	(void)state;
 	if (!hz_backing_lazy()) {
-		print_message("skipped: blocks do not start lazily here (THP not in madvise mode, "
+		print_message("[  SKIP    ] blocks do not start lazily here (THP not in madvise mode, "
 			      "or unusable)\n");
 		skip();
 	}
@@ -478,7 +478,7 @@ static void a_grown_tail_follows_its_front(void **state)
 		hz_preload_free(q);
 		unsetenv("HUGEZERO_THP_CHECK");
 		hz_options_reload();
-		print_message("skipped: a front's residency cannot be read here, so none is "
+		print_message("[  SKIP    ] a front's residency cannot be read here, so none is "
 			      "judged dense\n");
 		skip();
 	}
@@ -549,7 +549,7 @@ static void a_first_byte_cycle_leaves_the_thread_asleep(void **state)
 		      FIRST_BYTE_CYCLES - 1);
 	expected = rest - 2 - (int)late * HZ_ROTATION_RUN;
 	if (expected < rest / 2) {
-		print_message("skipped: %llu callocs of %d came %d us or more after their free "
+		print_message("[  SKIP    ] %llu callocs of %d came %d us or more after their free "
 			      "(a slow or emulated CPU), too many to see the rule\n",
 			      (unsigned long long)late, FIRST_BYTE_CYCLES - 1,
 			      HZ_THREAD_WAKE_NS / 1000);
