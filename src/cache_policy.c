@@ -33,6 +33,7 @@
 #include "config.h"
 #include "prim/os.h"
 #include "prim/prim.h"
+#include "stats.h"
 
 /* 10 ms between reads of the cgroup's usage: one read is 3-12 small file
  * reads, 25-90 us here (2 vCPUs, loaded); a fresh large block costs more
@@ -234,8 +235,11 @@ size_t hz_cache_budget_excess(size_t fresh, bool again)
 		return hz_cache_memory_limited() ? cached : 0;
 	now = hz_prim_now_ns();
 	read_memcg(now, again);
-	if (memcg.unknown)
+	if (memcg.unknown && cached > 0) {
 		excess = cached;
+		if (!again) /* once per request: the caller asks again in rounds */
+			hz_stats_add(cache_limit_unknown, 1);
+	}
 	/* Nothing to drop: only the estimate needs the block. */
 	if (cached > 0 && memcg.limit != HZ_OS_UNLIMITED) {
 		need = fresh + memcg.headroom;

@@ -125,6 +125,31 @@ else
 	fi
 fi
 
+# ---- a container that hides /proc and the cgroup filesystem ----
+
+# The limit cannot be read there, so the cache acts as under the tightest
+# one, and the stats say so: a block served from the cache first gives
+# back the other block kept beside it. Seen, the limit gives back nothing.
+# shellcheck disable=SC2016 # the inner shell expands its own arguments
+hidden_run() { # JSON-PREFIX, then "hide" or "see"
+	unshare -m bash -c '[ "$4" = see ] ||
+		{ mount -t tmpfs none /proc && mount -t tmpfs none /sys/fs/cgroup; } || exit 3
+		HUGEZERO_STATS_FILE=$3.%p.json LD_PRELOAD=$1 exec "$2" two-freed' \
+		inner "$preload" "$target" "$1" "$2" </dev/null >/dev/null 2>&1
+}
+if [ "$(id -u)" != 0 ] || ! unshare -m true 2>/dev/null; then
+	echo "SKIP: a hidden /proc (needs root and a mount namespace)"
+elif ! hidden_run "$tmp/hidden" hide || ! hidden_run "$tmp/seen" see; then
+	echo "SKIP: a hidden /proc (could not mount over /proc and /sys/fs/cgroup, or the program failed)"
+else
+	unknown() { sed -n 's/.*"cache_limit_unknown": \([0-9]*\).*/\1/p' "$tmp"/"$1".*.json; }
+	hidden=$(unknown hidden)
+	seen=$(unknown seen)
+	check "with /proc hidden, the stats count the cache given back for a limit it cannot read ($hidden)" \
+		[ "${hidden:-0}" -ge 1 ]
+	check "with /proc seen, they count none ($seen)" [ "$seen" = 0 ]
+fi
+
 # ---- the pod's hugepages-2Mi limit, in a real hugetlb cgroup ----
 #
 # The host pool has room for more than the limit (96 free 2 MiB pages), so

@@ -14,6 +14,11 @@
  *                           callocs it again: run with HUGEZERO_PREZERO=sync,
  *                           calloc clears the reused block itself, so a time
  *                           counter (clear_ns) is not 0 (openmetrics.sh)
+ *   stats_target two-freed  as above, then frees a 32 MiB and the 16 MiB
+ *                           block and asks for 32 MiB again: served from
+ *                           the cache with the 16 MiB block still in it
+ *                           (tests/containers.sh, a limit that cannot be
+ *                           read)
  *   stats_target blocks N MIB
  *                           instead makes N blocks of MIB MiB and writes
  *                           every byte (tests/containers.sh, the pod's
@@ -122,6 +127,14 @@ int main(int argc, char **argv)
 		free(blocks[3]);
 		blocks[3] = calloc(1, 16 * MIB);
 		if (blocks[3] == NULL)
+			return 1;
+		argc = 1;
+	} else if (argc > 1 && strcmp(argv[1], "two-freed") == 0) {
+		free(blocks[1]);
+		free(blocks[3]);
+		blocks[3] = NULL;
+		blocks[1] = malloc(32 * MIB);
+		if (blocks[1] == NULL)
 			return 1;
 		argc = 1;
 	}
