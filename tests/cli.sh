@@ -64,6 +64,12 @@ check "status exits 0 and ends with advice" bash -c "'$hz' status | grep -q '^ad
 for opt in $(grep -o '^HZ_OPTION([A-Z_0-9]*' "$(dirname "$0")/../src/options.def" | cut -c11-); do
 	check "status lists HUGEZERO_$opt" bash -c "'$hz' status | grep -q 'HUGEZERO_$opt '"
 done
+check "status says the memory cgroup's limit, or that it cannot be read" \
+	bash -c "'$hz' status | grep -A1 '^memory cgroup\$' |
+		grep -Eq '^  (/.* \(v[12]\): (no limit|limit [0-9.]+ MiB)|cannot be read \()'"
+check "status lines its options up" \
+	bash -c "[ \$('$hz' status | grep -E '^  HUGEZERO_[A-Z_]+ +[^ ]+ +\\(' |
+		awk '{ print index(\$0, \$2) }' | sort -u | wc -l) = 1 ]"
 check "status names an invalid environment value" \
 	bash -c "HUGEZERO_THRESHOLD=lots '$hz' status 2>/dev/null | grep -q 'HUGEZERO_THRESHOLD.*invalid'"
 

@@ -114,6 +114,10 @@ else
 	timeout 20 "$hz" stats "$pid" >"$tmp/stats" 2>&1
 	check "hugezero stats reads it there" \
 		grep -q 'large requests  5 served' "$tmp/stats"
+	# shellcheck disable=SC2016 # the inner shell expands $$
+	check "hugezero status there names the pod's limit" \
+		bash -c 'echo $$ >"$1/cgroup.procs" && "$2" status |
+			grep -q "^  $1 (v[12]): limit $(($3 >> 20)).0 MiB"' inner "$cg" "$hz" "$bytes"
 	exec 3>&-
 	wait "$pid"
 	check "it exits 0 after its large blocks, inside the limit" [ $? = 0 ]
@@ -148,6 +152,12 @@ else
 	check "with /proc hidden, the stats count the cache given back for a limit it cannot read ($hidden)" \
 		[ "${hidden:-0}" -ge 1 ]
 	check "with /proc seen, they count none ($seen)" [ "$seen" = 0 ]
+	# The build tree's rpath ($ORIGIN) needs /proc: the library is named.
+	# shellcheck disable=SC2016 # the inner shell expands its own arguments
+	check "hugezero status says there that the memory cgroup cannot be read" \
+		unshare -m bash -c 'mount -t tmpfs none /proc && mount -t tmpfs none /sys/fs/cgroup &&
+			LD_LIBRARY_PATH=$(dirname "$2") "$1" status | grep -q "^  cannot be read"' \
+		inner "$hz" "$preload"
 fi
 
 # ---- the pod's hugepages-2Mi limit, in a real hugetlb cgroup ----

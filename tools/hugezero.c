@@ -22,6 +22,7 @@
 #include "config.h"
 #include "options.h"
 #include "prim/features.h"
+#include "prim/os.h"
 #include "prim/prim.h"
 #include "quickbench.h"
 #include "record.h"
@@ -355,6 +356,41 @@ static void show_hugetlb(struct advice *a)
 			  "    sysctl -w vm.nr_hugepages=2048");
 }
 
+static void print_size(const char *label, uint64_t bytes)
+{
+	printf("%s %.1f MiB", label, (double)bytes / (1 << 20));
+}
+
+/* The memory cgroup's limit, as the cache reads it (cache_policy.c): a
+ * limit that cannot be read is taken as the tightest, which a container
+ * that hides /proc or the cgroup filesystem should know. */
+static void show_memcg(struct advice *a)
+{
+	struct hz_os_cgroup cg;
+	struct hz_os_memcg m;
+	int ret = hz_os_cgroup_find("memory", &cg);
+
+	printf("memory cgroup\n");
+	if (ret == 0)
+		ret = hz_os_memcg_read(&cg, &m);
+	if (ret != 0) {
+		printf("  cannot be read (%s): freed blocks are kept only for a request of "
+		       "their size, as under the tightest limit\n", strerror(-ret));
+		advise(a, "The memory cgroup cannot be read (/proc or the cgroup filesystem is "
+			  "hidden or not mounted), so hugezero keeps few freed blocks. Show the "
+			  "container its /proc and /sys/fs/cgroup to let it read the limit.");
+		return;
+	}
+	printf("  %s (%s)", cg.dir, cg.v2 ? "v2" : "v1");
+	if (m.limit == HZ_OS_UNLIMITED) {
+		printf(": no limit\n");
+		return;
+	}
+	print_size(": limit", m.limit);
+	print_size(",", m.room);
+	printf(" free; freed blocks are kept only within that room, less a headroom\n");
+}
+
 static void show_clearing(void)
 {
 	printf("clearing kernels\n");
@@ -417,13 +453,20 @@ static void show_options(struct advice *a)
 	static const char *const sources[] = { "default", "environment",
 					       "default: the environment's value is invalid" };
 
+	int width = 0;
+
+	for (unsigned id = 0; id < HZ_OPT_COUNT; id++) {
+		int len = (int)strlen(hz_option_desc((enum hz_option_id)id)->env);
+
+		width = len > width ? len : width;
+	}
 	printf("options (HUGEZERO_*, in this environment)\n");
 	for (unsigned id = 0; id < HZ_OPT_COUNT; id++) {
 		char value[HZ_OPTION_TEXT_MAX];
 		enum hz_option_source src = hz_option_source((enum hz_option_id)id);
 
 		format_value((enum hz_option_id)id, value, sizeof(value));
-		printf("  %-22s %-10s (%s)\n", hz_option_desc((enum hz_option_id)id)->env,
+		printf("  %-*s %-10s (%s)\n", width, hz_option_desc((enum hz_option_id)id)->env,
 		       value, sources[src]);
 		if (src == HZ_SRC_INVALID_ENV)
 			advise(a, "An HUGEZERO_* variable above has an invalid value; "
@@ -437,8 +480,9 @@ static int cmd_status(int argc, char **argv)
 
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 		puts("usage: hugezero status\n\nPrints the kernel's features, THP and mTHP "
-		     "settings, hugetlb pools,\nthe CPU's clearing kernels and every HUGEZERO_* "
-		     "option, then advice with\nthe exact command for each change worth making.");
+		     "settings, hugetlb pools,\nthe memory cgroup's limit, the CPU's clearing "
+		     "kernels and every HUGEZERO_*\noption, then advice with the exact command "
+		     "for each change worth making.");
 		return 0;
 	}
 	if (argc > 1) {
@@ -449,6 +493,7 @@ static int cmd_status(int argc, char **argv)
 	show_kernel();
 	show_thp(&a);
 	show_hugetlb(&a);
+	show_memcg(&a);
 	show_clearing();
 	show_options(&a);
 	printf("\nadvice\n");
