@@ -305,6 +305,81 @@ static void callocs_over_freed_written_values_read_zero(void **state)
 		}
 }
 
+/* The arena's dirty pages (stats.arenas.<i>.pdirty, refreshed). */
+static bool dirty_pages(unsigned ind, size_t *pages)
+{
+	uint64_t epoch = 1;
+	size_t len = sizeof(epoch);
+	char name[64];
+
+	snprintf(name, sizeof(name), "stats.arenas.%u.pdirty", ind);
+	if (mallctl("epoch", &epoch, &len, &epoch, len) != 0)
+		return false;
+	len = sizeof(*pages);
+	return mallctl(name, pages, &len, NULL, 0) == 0;
+}
+
+/* jemalloc decays an arena on ticks of its own requests (one in about a
+ * thousand), and the preload's arena for values under
+ * opt.oversize_threshold sees only large requests: its freed values stayed
+ * dirty long past its decay time. The preload's large requests make it
+ * decay on time (src/preload/jemalloc_next.c): with its decay time set to
+ * 100 ms, two values a stay tick (250 ms) apart find the eight freed
+ * before them purged. */
+static void freed_values_decay_on_time_in_an_arena_of_few_requests(void **state)
+{
+	enum { N = 8 };
+	size_t oversize = 0, len = sizeof(oversize), size, before = 0, after = 0;
+	ssize_t ms = 100, old_ms;
+	unsigned ind;
+	char name[64], *v[N], *probe;
+
+	(void)state;
+	if (mallctl("opt.oversize_threshold", &oversize, &len, NULL, 0) != 0 ||
+	    oversize < 4 * MiB || oversize > 8 * MiB) {
+		print_message("[  SKIP    ] this jemalloc has no oversize arena of 4-8 MiB\n");
+		skip();
+	}
+	size = oversize / 2; /* large for the preload (2 MiB), not oversize */
+	probe = malloc(size);
+	assert_true(hooked(probe));
+	len = sizeof(ind);
+	assert_int_equal(mallctl("arenas.lookup", &ind, &len, &probe, sizeof(probe)), 0);
+	free(probe);
+	if (!dirty_pages(ind, &before)) {
+		print_message("[  SKIP    ] this jemalloc keeps no per-arena stats\n");
+		skip();
+	}
+	old_ms = dirty_decay_ms_of(probe = malloc(size));
+	free(probe);
+	snprintf(name, sizeof(name), "arena.%u.dirty_decay_ms", ind);
+	assert_int_equal(mallctl(name, NULL, NULL, &ms, sizeof(ms)), 0);
+	for (int i = 0; i < N; i++) {
+		v[i] = malloc(size);
+		assert_non_null(v[i]);
+		memset(v[i], i + 1, size);
+	}
+	for (int i = 0; i < N; i++)
+		free(v[i]);
+	assert_true(dirty_pages(ind, &before));
+	/* jemalloc counts pages freed since its last look as freed at that
+	 * look: the first request after the stay tick finds them, the next
+	 * one purges them. */
+	for (int look = 0; look < 2; look++) {
+		usleep(300 * 1000);
+		probe = malloc(size);
+		assert_non_null(probe);
+		if (look == 1)
+			assert_true(dirty_pages(ind, &after));
+		free(probe);
+	}
+	assert_int_equal(mallctl(name, NULL, NULL, &old_ms, sizeof(old_ms)), 0);
+	print_message("dirty pages of the arena: %zu after the frees, %zu after the decay time\n",
+		      before, after);
+	assert_true(before >= (N - 1) * (size / 4096));
+	assert_true(after < size / 4096);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -313,6 +388,7 @@ int main(void)
 		cmocka_unit_test(callocs_over_freed_written_values_read_zero),
 		cmocka_unit_test(hooked_pointers_survive_the_preloads_free_and_realloc),
 		cmocka_unit_test(large_requests_come_from_the_hooks_on_every_thread_and_after_fork),
+		cmocka_unit_test(freed_values_decay_on_time_in_an_arena_of_few_requests),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
