@@ -452,7 +452,6 @@ static void show_options(struct advice *a)
 {
 	static const char *const sources[] = { "default", "environment",
 					       "default: the environment's value is invalid" };
-
 	int width = 0;
 
 	for (unsigned id = 0; id < HZ_OPT_COUNT; id++) {
