@@ -345,13 +345,12 @@ static void freed_values_decay_on_time_in_an_arena_of_few_requests(void **state)
 	assert_true(hooked(probe));
 	len = sizeof(ind);
 	assert_int_equal(mallctl("arenas.lookup", &ind, &len, &probe, sizeof(probe)), 0);
+	old_ms = dirty_decay_ms_of(probe);
 	free(probe);
 	if (!dirty_pages(ind, &before)) {
 		print_message("[  SKIP    ] this jemalloc keeps no per-arena stats\n");
 		skip();
 	}
-	old_ms = dirty_decay_ms_of(probe = malloc(size));
-	free(probe);
 	snprintf(name, sizeof(name), "arena.%u.dirty_decay_ms", ind);
 	assert_int_equal(mallctl(name, NULL, NULL, &ms, sizeof(ms)), 0);
 	for (int i = 0; i < N; i++) {

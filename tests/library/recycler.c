@@ -345,14 +345,6 @@ static void a_miss_grows_the_largest_smaller_kept_block(void **state)
 	hz_preload_free(between);
 }
 
-/* The cache never takes the process past the most it held without it
- * (cache_policy.c, "the program's own peak"). A kept 32 MiB block, then a
- * 96 MiB calloc that it cannot serve: it is dirty, and no thread clears
- * it (HUGEZERO_PREZERO=off). Under glibc the program's peak would be the
- * calloc's block, so the kept one goes before that block is mapped;
- * after the program held 288 MiB, it stays. The kept block's size shows
- * reuse first: a block of a size that shows none goes at any miss. Returns
- * the bytes still cached once the calloc's block is mapped. */
 /* The earlier peak leaves room for the calloc's block only where the
  * process holds little besides its blocks: ThreadSanitizer's shadow
  * memory, resident beside every byte written, is the process's memory too
@@ -371,6 +363,14 @@ static void need_room_below(uint64_t bytes)
 	}
 }
 
+/* The cache never takes the process past the most it held without it
+ * (cache_policy.c, "the program's own peak"). A kept 32 MiB block, then a
+ * 96 MiB calloc that it cannot serve: it is dirty, and no thread clears
+ * it (HUGEZERO_PREZERO=off). Under glibc the program's peak would be the
+ * calloc's block, so the kept one goes before that block is mapped;
+ * after the program held 288 MiB, it stays. The kept block's size shows
+ * reuse first: a block of a size that shows none goes at any miss. Returns
+ * the bytes still cached once the calloc's block is mapped. */
 static uint64_t kept_beside_a_calloc(size_t held_before)
 {
 	unsigned char *before = NULL, *a = NULL, *b;
