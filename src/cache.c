@@ -296,22 +296,43 @@ int hz_cache_pick(const struct hz_cache *c, size_t size, size_t align, bool want
 	return best;
 }
 
-int hz_cache_pick_below(const struct hz_cache *c, size_t size, size_t align, bool dirty_allowed)
+/* At a miss: the largest span too small for the request, or -1. */
+static int pick_below(const struct hz_cache *c, const struct hz_cache_want *w)
 {
 	int best = -1;
 
-	if (align > HZ_GRANULE)
+	if (w->align > HZ_GRANULE)
 		return -1;
 	for (unsigned i = 0; i < c->count; i++) {
 		const struct hz_cache_entry *e = &c->entries[i];
 
 		if ((e->span.backing != HZ_BACKING_SMALL && e->span.backing != HZ_BACKING_THP) ||
-		    hz_cache_fits(&e->span, size, 0) || (!e->clean && !dirty_allowed))
+		    hz_cache_fits(&e->span, w->size, 0) || (!e->clean && !w->dirty_allowed))
 			continue;
 		if (best < 0 || hz_span_bytes(&e->span) > hz_span_bytes(&c->entries[best].span))
 			best = (int)i;
 	}
 	return best;
+}
+
+int hz_cache_look(struct hz_cache *c, uint64_t now, const struct hz_cache_want *w,
+		  struct hz_cache_batch *b)
+{
+	hz_cache_decay(c, now, b);
+	return hz_cache_pick(c, w->size, w->align, w->want_clean, w->dirty_allowed, w->zeroing);
+}
+
+bool hz_cache_serve(struct hz_cache *c, int i, const struct hz_cache_want *w,
+		    struct hz_cache_batch *b, struct hz_cache_entry *out)
+{
+	if (i < 0) {
+		hz_cache_missed(c, b);
+		i = pick_below(c, w);
+	}
+	if (i < 0)
+		return false;
+	*out = hz_cache_take(c, (unsigned)i, w->size, b);
+	return true;
 }
 
 bool hz_cache_trim(struct hz_span *s, size_t size, struct hz_span *rest)

@@ -178,11 +178,30 @@ bool hz_cache_wasteful(size_t have, size_t need);
 int hz_cache_pick(const struct hz_cache *c, size_t size, size_t align, bool want_clean,
 		  bool dirty_allowed, const struct hz_span *zeroing);
 
-/* At a miss: the largest span too small for size bytes, which may become
- * the front of the new block (recycle.c), or -1. Only spans of granule
- * pages (4 KiB or THP), only for an alignment of a granule at most, dirty
- * ones only when dirty_allowed. */
-int hz_cache_pick_below(const struct hz_cache *c, size_t size, size_t align, bool dirty_allowed);
+/* What a request asks of the table: size bytes aligned to align (0:
+ * any), clean spans first for a calloc (want_clean), dirty ones only when
+ * dirty_allowed, and the span the pre-zero thread is zeroing as a
+ * candidate (zeroing, or NULL), as hz_cache_pick weighs them. */
+struct hz_cache_want {
+	size_t size, align;
+	bool want_clean, dirty_allowed;
+	const struct hz_span *zeroing;
+};
+
+/* A request's two visits to the table, both under the guard, with the
+ * ledger asked in between (recycle.c). The look: entries whose stay ended
+ * at now go into b (hz_cache_decay), then hz_cache_pick's choice. */
+int hz_cache_look(struct hz_cache *c, uint64_t now, const struct hz_cache_want *w,
+		  struct hz_cache_batch *b);
+
+/* The serve, for a look's i other than HZ_CACHE_ZEROING: entry i, its
+ * wasteful remainder back in the table (hz_cache_take). At a miss (-1)
+ * every probe goes into b (hz_cache_missed), and the largest span too
+ * small for the request is taken whole, to become the front of the new
+ * block (recycle.c): only spans of granule pages (4 KiB or THP), only for
+ * an alignment of a granule at most. false: nothing was taken. */
+bool hz_cache_serve(struct hz_cache *c, int i, const struct hz_cache_want *w,
+		    struct hz_cache_batch *b, struct hz_cache_entry *out);
 
 /* A span wasteful for size bytes keeps the granules size needs, from its
  * start; the rest goes to *rest. Returns whether there is a rest. */

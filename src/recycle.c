@@ -104,10 +104,10 @@ static enum hz_rotation_served served_by(const struct hz_cache *c, int i)
 }
 
 /* Inside the guard: the request's one event for the ledger, served as
- * hz_cache_pick chose (i). true: it maps the spare instead, and the guard
+ * hz_cache_look chose (i). true: it maps the spare instead, and the guard
  * was left. */
 static bool ask_ledger(struct hz_cache *c, size_t size, bool zero, enum hz_prezero_opt mode,
-		       uint64_t now, int i, struct hz_cache_batch *b)
+		       uint64_t now, int i)
 {
 	struct hz_class_request r = {
 		.size = size, .now = now, .zero = zero, .adapt = c->adapt,
@@ -124,8 +124,6 @@ static bool ask_ledger(struct hz_cache *c, size_t size, bool zero, enum hz_preze
 	a = hz_classes_request(&r);
 	if (a.reuse_missed)
 		hz_stats_add(cache_reuse_missed, 1);
-	if (!r.hit)
-		hz_cache_missed(c, b);
 	if (a.map_spare)
 		hz_prezero_leave(); /* the dirty span stays, for the thread */
 	return a.map_spare;
@@ -133,14 +131,19 @@ static bool ask_ledger(struct hz_cache *c, size_t size, bool zero, enum hz_preze
 
 /* A span for the request from the table, or the one the thread is zeroing,
  * with the pre-zero mode as it stood at the request; at a miss, the largest
- * smaller span, to grow. Returns 0 with it and its dirty bytes from the
- * start, -EAGAIN: the ledger's spare is to be mapped, or -ENOENT: none, or
- * the guard was refused. */
+ * smaller span, to grow. The table is visited twice, the look and the
+ * serve, with the ledger asked in between. Returns 0 with the span and its
+ * dirty bytes from the start, -EAGAIN: the ledger's spare is to be
+ * mapped, or -ENOENT: none, or the guard was refused. */
 static int from_cache(size_t size, size_t align, bool zero, enum hz_prezero_opt mode,
 		      struct hz_cache_batch *b, struct hz_span *span, size_t *dirty)
 {
-	bool dirty_ok = !zero || mode != HZ_PREZERO_OPT_OFF;
+	struct hz_cache_want w = {
+		.size = size, .align = align, .want_clean = zero,
+		.dirty_allowed = !zero || mode != HZ_PREZERO_OPT_OFF,
+	};
 	bool may_claim = true, asked = false;
+	struct hz_cache_entry e;
 	struct hz_span zeroing;
 	struct hz_cache *c;
 	int i;
@@ -152,13 +155,12 @@ static int from_cache(size_t size, size_t align, bool zero, enum hz_prezero_opt 
 		if (!c)
 			return -ENOENT;
 		now = hz_prim_now_ns();
-		hz_cache_decay(c, now, b);
 		/* The span the thread is zeroing is a candidate too (numpy's
 		 * malloc after each free missed while the thread zeroed that
 		 * very block), until a claim of it was too slow. */
-		i = hz_cache_pick(c, size, align, zero, dirty_ok,
-				  may_claim && hz_prezero_zeroing(&zeroing) ? &zeroing : NULL);
-		if (!asked && ask_ledger(c, size, zero, mode, now, i, b))
+		w.zeroing = may_claim && hz_prezero_zeroing(&zeroing) ? &zeroing : NULL;
+		i = hz_cache_look(c, now, &w, b);
+		if (!asked && ask_ledger(c, size, zero, mode, now, i))
 			return -EAGAIN;
 		asked = true;
 		if (i != HZ_CACHE_ZEROING)
@@ -169,14 +171,11 @@ static int from_cache(size_t size, size_t align, bool zero, enum hz_prezero_opt 
 		}
 		may_claim = false; /* too slow: another block */
 	}
-	if (i < 0) /* a miss: a smaller span may be its front (hz_recycle_alloc) */
-		i = hz_cache_pick_below(c, size, align, dirty_ok);
-	if (i < 0) {
+	/* A miss: a smaller span may be its front (hz_recycle_alloc). */
+	if (!hz_cache_serve(c, i, &w, b, &e)) {
 		hz_prezero_leave();
 		return -ENOENT;
 	}
-	struct hz_cache_entry e = hz_cache_take(c, (unsigned)i, size, b);
-
 	hz_prezero_leave();
 	*span = e.span;
 	*dirty = e.clean ? 0 : hz_span_bytes(span);

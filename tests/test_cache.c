@@ -126,6 +126,42 @@ static void pick_needs_the_size_in_whole_pages_and_the_alignment(void **state)
 	assert_int_equal(hz_cache_granules_for(G + 1, HZ_BACKING_THP), 2);
 }
 
+/* A request's look decays first; its serve at a miss takes the largest
+ * span too small, whole, to grow: only a clean one when dirty ones are not
+ * allowed, none for an alignment above a granule. */
+static void serve_at_a_miss_takes_the_largest_smaller_span(void **state)
+{
+	struct hz_cache_want w = { .size = 9 * G, .dirty_allowed = false };
+	struct hz_cache_batch b = { .count = 0 };
+	struct hz_cache_entry e;
+
+	(void)state;
+	add(entry(0, 2, true, 1));
+	add(entry(20, 6, false, 1));
+	add(entry(40, 4, true, 1));
+	add(entry(60, 8, true, 0)); /* idle 1 s at NS: decays at the look */
+	assert_int_equal(-1, hz_cache_look(&cache, NS, &w, &b));
+	assert_int_equal(b.count, 1);
+	assert_int_equal(b.spans[0].range.start, BASE + 60 * G);
+	w.align = 2 * G;
+	assert_false(hz_cache_serve(&cache, -1, &w, &b, &e));
+	w.align = G;
+	assert_true(hz_cache_serve(&cache, -1, &w, &b, &e));
+	assert_int_equal(e.span.range.start, BASE + 40 * G);
+	assert_int_equal(hz_span_granules(&e.span), 4);
+	w.dirty_allowed = true;
+	assert_true(hz_cache_serve(&cache, -1, &w, &b, &e));
+	assert_int_equal(e.span.range.start, BASE + 20 * G);
+	/* a hit: the entry the look chose, its wasteful rest kept */
+	w.size = G;
+	assert_true(hz_cache_serve(&cache, hz_cache_look(&cache, NS, &w, &b), &w, &b, &e));
+	assert_int_equal(e.span.range.start, BASE);
+	assert_int_equal(hz_span_granules(&e.span), 1);
+	assert_int_equal(cache.count, 1);
+	assert_int_equal(cache.entries[0].span.range.start, BASE + G);
+	assert_accounted();
+}
+
 static void take_splits_off_only_a_wasteful_remainder(void **state)
 {
 	struct hz_cache_batch b = { .count = 0 };
@@ -535,6 +571,7 @@ int main(void)
 		cmocka_unit_test_setup(pick_prefers_the_wanted_state_then_the_smallest, fresh),
 		cmocka_unit_test_setup(pick_weighs_the_span_being_zeroed, fresh),
 		cmocka_unit_test_setup(pick_needs_the_size_in_whole_pages_and_the_alignment, fresh),
+		cmocka_unit_test_setup(serve_at_a_miss_takes_the_largest_smaller_span, fresh),
 		cmocka_unit_test_setup(take_splits_off_only_a_wasteful_remainder, fresh),
 		cmocka_unit_test_setup(add_merges_neighbours_of_one_backing_and_state, fresh),
 		cmocka_unit_test_setup(add_evicts_the_oldest_over_the_budget, fresh),
