@@ -319,6 +319,7 @@ bool hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind)
 	__atomic_store_n(&s->start, start, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->len, hp * HZ_SZ_2M, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->class_len, hz_align_up(len, HZ_SZ_2M), __ATOMIC_RELAXED);
+	__atomic_store_n(&s->map_len, len, __ATOMIC_RELAXED);
 	s->seg_hp = seg_hp;
 	/* Atomic: the first-touch pass reads it outside its visit. */
 	__atomic_store_n(&s->since, hz_prim_now_ns(), __ATOMIC_RELAXED);

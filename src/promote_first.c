@@ -5,8 +5,9 @@
  * for its first FIRST_TOUCH_NS, ever less often (below). Its 2 MiB pages
  * written so far are judged (hz_promote_front_judge): dense, the pages the
  * program has not reached, above the last page touched and below the
- * first, get MADV_HUGEPAGE, so its next faults there are one huge fault
- * each instead of 512 small ones; sparse, the watch ends and
+ * first, get MADV_HUGEPAGE (a program's mapping gets it whole: below), so
+ * its next faults there are one huge fault each instead of 512 small
+ * ones; sparse, the watch ends and
  * the range is left to the collapse, unless it may be a writer of columns
  * (promote_density.h): a first pass part way keeps it watched, and even
  * counts make it looked at as a new range is, from then on, and collapsed
@@ -47,16 +48,39 @@ static uint64_t first_touch_ns = FIRST_TOUCH_NS; /* tests set it */
 /* Until then some range's first touches are watched (ns). */
 static uint64_t first_touch_until;
 
-/* THP on [from, to) of s, which the program has not touched yet. */
-static void advise_untouched(struct hz_promote_slot *s, uintptr_t from, uintptr_t to)
+/* THP on [from, to) of s, or nothing when it is empty. */
+static bool advise(uintptr_t from, uintptr_t to)
 {
-	if (from >= to || !hz_backing_fresh_thp_fast())
+	return from >= to || hz_prim_madvise((void *)from, to - from, MADV_HUGEPAGE) == 0;
+}
+
+/* THP where s's pages below first and from frontier on (2 MiB pages),
+ * which the program has not touched yet, are: its next faults there are
+ * huge. A program's mapping gets it whole, the pages written already
+ * too (they are dense: the front's verdict): advice on a part splits the
+ * mapping in two, and the kernel's mremap grows a range within one
+ * mapping only (EFAULT), so a growable buffer (mmap, write its front,
+ * mremap to grow) could no longer grow. A block of ours is only ever
+ * moved by the library, which copies what mremap refuses: it keeps its
+ * written pages without advice. */
+static void advise_untouched(struct hz_promote_slot *s, size_t first, size_t frontier)
+{
+	size_t untouched = (first + s->len / HZ_SZ_2M - frontier) * HZ_SZ_2M;
+	uintptr_t start = s->start, end = start + s->len;
+	bool done;
+
+	if (untouched == 0 || !hz_backing_fresh_thp_fast())
 		return;
-	if (hz_prim_madvise((void *)from, to - from, MADV_HUGEPAGE) != 0)
+	if (s->kind == HZ_PROMOTE_MMAP)
+		done = advise(start, start + __atomic_load_n(&s->map_len, __ATOMIC_RELAXED));
+	else
+		done = advise(start, start + first * HZ_SZ_2M) &&
+		       advise(start + frontier * HZ_SZ_2M, end);
+	if (!done)
 		return;
-	hz_stats_add(promote_advised_bytes, to - from);
-	hz_debug("%zu bytes at %p written densely: THP advised on the %zu at %p", s->len,
-		 (void *)s->start, to - from, (void *)from);
+	hz_stats_add(promote_advised_bytes, untouched);
+	hz_debug("%zu bytes at %p written densely: THP advised on the %zu untouched", s->len,
+		 (void *)start, untouched);
 }
 
 /* Collapse s's 2 MiB pages from its start while what they add to the RSS
@@ -166,9 +190,7 @@ static void look_at_first_touches(struct hz_promote_slot *s, struct hz_promote_b
 	 * first one touched are the rest too. */
 	while (first < n && resident[first] == 0)
 		first++;
-	advise_untouched(s, s->start, s->start + first * HZ_SZ_2M);
-	advise_untouched(s, s->start + (frontier < n ? frontier * HZ_SZ_2M : s->len),
-			 s->start + s->len);
+	advise_untouched(s, first, frontier < n ? frontier : s->len / HZ_SZ_2M);
 }
 
 uint64_t hz_promote_first_touch_pass(uint64_t now)

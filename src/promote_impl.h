@@ -34,6 +34,7 @@ struct hz_promote_slot {
 	uintptr_t start;
 	size_t len;      /* whole 2 MiB pages */
 	size_t class_len; /* a block's length, the size class its evidence is for */
+	size_t map_len;  /* the range as tracked, to its last page (promote_first.c) */
 	uint64_t since;  /* tracked at (ns) */
 	uint64_t strided_since; /* first touches: seen even at (ns) */
 	uint32_t seg_hp; /* 2 MiB pages per segment */

@@ -147,6 +147,10 @@ static void *map_aligned(size_t len, int prot, int flags)
 HZ_PRIVATE_API void *hz_preload_mmap(void *addr, size_t len, int prot, int flags, int fd,
 				     off_t off)
 {
+	/* An offset off a page boundary is the kernel's EINVAL, anonymous
+	 * memory or not: never served here. */
+	if ((uint64_t)off % hz_prim_page_size() != 0)
+		return hz_next.next_mmap(addr, len, prot, flags, fd, off);
 	if (wants_alignment(addr, len, prot, flags)) {
 		int saved = errno;
 		void *p = map_aligned(len, prot, flags);
