@@ -15,6 +15,7 @@
 #include "../stats.h"
 #include "introspect.h"
 #include "preload.h"
+#include "reentry.h"
 
 /* HUGEZERO_THRESHOLD: one plain load on the small-request path. */
 static inline size_t threshold(void)
@@ -34,12 +35,17 @@ static inline int is_large(size_t size)
 static void *large_alloc(size_t size, size_t align, bool zero)
 {
 	void *p;
+	int ret;
 
+	if (!hz_reentry_enter()) /* a signal handler's, inside ours */
+		return NULL;
 	/* The thread's last dlopen, if not settled yet (src/exec/dlopen.c):
 	 * the first large request after it is where its new objects are
 	 * found and advised. */
 	hz_exec_dlopen_settle();
-	if (hz_recycle_alloc(size, align, zero, &p) != 0)
+	ret = hz_recycle_alloc(size, align, zero, &p);
+	hz_reentry_leave();
+	if (ret != 0)
 		return NULL;
 	hz_stats_add(mallocs, 1);
 	if (!zero)
@@ -63,12 +69,17 @@ HZ_PRIVATE_API void hz_preload_free(void *p)
 	if (hz_blocks_owns(p)) {
 		int saved = errno;
 
-		if (hz_preload_forking) /* freed after the fork handlers (start.c) */
+		if (hz_preload_forking) { /* freed after the fork handlers (start.c) */
 			(void)hz_preload_fork_defer(p);
-		else if (__atomic_load_n(&hz_preload_active, __ATOMIC_RELAXED))
-			hz_recycle_free(p);
-		else /* stepped aside (start.c): back to the kernel, as glibc's munmap */
-			hz_blocks_free(p);
+		} else if (!hz_reentry_enter()) { /* a signal handler's, inside ours */
+			(void)hz_reentry_defer_free(p);
+		} else {
+			if (__atomic_load_n(&hz_preload_active, __ATOMIC_RELAXED))
+				hz_recycle_free(p);
+			else /* stepped aside (start.c): back to the kernel, as munmap */
+				hz_blocks_free(p);
+			hz_reentry_leave();
+		}
 		errno = saved;
 		return;
 	}
@@ -109,6 +120,19 @@ static void *move_across(void *p, size_t old_size, size_t size, int to_large)
 	return q;
 }
 
+/* A block's resize in place or by mremap; a signal handler's, inside
+ * ours, moves it instead (move_across). */
+static int resize(void *p, size_t size, void **out)
+{
+	int ret;
+
+	if (!hz_reentry_enter())
+		return -EAGAIN;
+	ret = hz_recycle_resize(p, size, out);
+	hz_reentry_leave();
+	return ret;
+}
+
 HZ_PRIVATE_API void *hz_preload_realloc(void *p, size_t size)
 {
 	void *q;
@@ -131,9 +155,10 @@ HZ_PRIVATE_API void *hz_preload_realloc(void *p, size_t size)
 		}
 		if (size < threshold() || !is_large(size))
 			return move_across(p, hz_blocks_usable(p), size, 0);
-		if (hz_recycle_resize(p, size, &q) == 0)
+		if (resize(p, size, &q) == 0)
 			return q;
-		/* The reservation cannot hold it: the next allocator may. */
+		/* The reservation cannot hold it, or a signal handler's call
+		 * is inside ours: the next allocator may. */
 		q = move_across(p, hz_blocks_usable(p), size, 0);
 		if (q)
 			return q;
