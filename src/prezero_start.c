@@ -69,6 +69,8 @@ static uint64_t promotion_waits_since;
  * delays exit. */
 static void start_thread(void)
 {
+	int ret;
+
 	if (__atomic_load_n(&pz_thread_retired, __ATOMIC_SEQ_CST) ||
 	    __atomic_exchange_n(&pz_thread_started, 1, __ATOMIC_SEQ_CST))
 		return;
@@ -78,7 +80,10 @@ static void start_thread(void)
 		__atomic_store_n(&pz_thread_started, 0, __ATOMIC_SEQ_CST);
 		return;
 	}
-	if (hz_prim_thread_start(hz_pz_main, NULL, THREAD_STACK) != 0) {
+	ret = hz_prim_thread_start(hz_pz_main, NULL, THREAD_STACK);
+	if (ret == -EAGAIN) { /* a signal handler's stack: the next request */
+		__atomic_store_n(&pz_thread_started, 0, __ATOMIC_SEQ_CST);
+	} else if (ret != 0) {
 		hz_info("could not start the pre-zero thread; calloc zeroes instead");
 		__atomic_store_n(&pz_thread_failed, 1, __ATOMIC_RELEASE);
 	}

@@ -22,8 +22,10 @@
 /* Holes are refilled 2 MiB at a time, then 4 KiB at a time inside a piece
  * that holds another mapping. */
 #define HOLE_STEP HZ_SZ_2M
-/* 4096 pages (16 MiB) per mincore call: a 4 KiB vector on the stack. */
-#define VEC_PAGES 4096
+/* 512 pages (2 MiB) per mincore call: a 512-byte vector on the stack,
+ * which may be a signal handler's small one. Blocks up to 1 GiB take one
+ * call (big_vec, below) unless another thread has that vector. */
+#define VEC_PAGES 512
 #define VEC_BYTES (VEC_PAGES * HZ_SZ_4K)
 
 static uint64_t holes_taken;
@@ -310,7 +312,7 @@ static void push_vec(struct runs *r, uintptr_t at, const unsigned char *vec, siz
 
 /* One mincore call per block up to 1 GiB: the vector is in .bss (pages
  * never used never become resident), taken by one thread at a time; the
- * others, and larger blocks, ask 16 MiB at a time with a vector on the
+ * others, and larger blocks, ask 2 MiB at a time with a vector on the
  * stack. */
 #define BIG_VEC_PAGES (HZ_SZ_1G / HZ_SZ_4K)
 static unsigned char big_vec[BIG_VEC_PAGES];

@@ -215,16 +215,35 @@ void hz_os_reload(void)
 
 /* ---- /proc files ---- */
 
-/* /proc/PID/<name>; pid 0 is the calling process. */
+int hz_os_concat(char *buf, size_t size, const char *a, const char *b, const char *c)
+{
+	const char *parts[] = { a, b, c };
+	size_t used = 0;
+
+	for (size_t i = 0; i < 3 && parts[i]; i++) {
+		size_t len = strlen(parts[i]);
+
+		if (len >= size - used)
+			return -ENAMETOOLONG;
+		memcpy(buf + used, parts[i], len);
+		used += len;
+	}
+	buf[used] = '\0';
+	return 0;
+}
+
+/* /proc/PID/<name>; pid 0 is the calling process (the program's path:
+ * hz_os_concat). */
 static int open_proc(pid_t pid, const char *name)
 {
 	char path[64];
+	int ret = 0;
 
 	if (pid == 0)
-		snprintf(path, sizeof(path), "/proc/self/%s", name);
+		ret = hz_os_concat(path, sizeof(path), "/proc/self/", name, NULL);
 	else
 		snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
-	return hz_prim_open_read(path);
+	return ret != 0 ? ret : hz_prim_open_read(path);
 }
 
 int hz_prim_open_maps(pid_t pid, bool smaps)
@@ -336,24 +355,50 @@ const char *hz_prim_self_exe_path(void)
 }
 
 /* One number field of /proc/self/status, read when asked (threads and
- * mappings come and go). key includes its colon. */
+ * mappings come and go). key includes its colon. The file is read through
+ * a small window, a line at a time: the program's thread may be on a
+ * small signal stack (a handler's large allocation), and the file grows
+ * with the groups the process is in. A line longer than the window is
+ * skipped whole. */
+#define STATUS_WINDOW 256
+
 static int status_field(const char *key, uint64_t *value)
 {
-	char buf[4096];
-	ssize_t n = hz_prim_read_file("/proc/self/status", buf, sizeof(buf));
-	char line[32];
-	const char *p;
-	int saved = errno;
+	char buf[STATUS_WINDOW];
+	size_t have = 0, key_len = strlen(key);
+	int fd = hz_prim_open_read("/proc/self/status"), ret = -ENOENT, saved = errno;
+	bool skipping = false;
 
-	if (n < 0)
-		return (int)n;
-	snprintf(line, sizeof(line), "\n%s", key);
-	p = strstr(buf, line);
-	if (p == NULL)
-		return -ENOENT;
-	*value = strtoull(p + strlen(line), NULL, 10);
+	if (fd < 0)
+		return fd;
+	for (;;) {
+		ssize_t n = hz_prim_read(fd, buf + have, sizeof(buf) - 1 - have);
+		char *line = buf, *nl;
+
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+		buf[have] = '\0';
+		while ((nl = strchr(line, '\n')) != NULL) {
+			if (!skipping && strncmp(line, key, key_len) == 0) {
+				*value = strtoull(line + key_len, NULL, 10);
+				ret = 0;
+				goto out;
+			}
+			skipping = false;
+			line = nl + 1;
+		}
+		have -= (size_t)(line - buf);
+		memmove(buf, line, have);
+		if (have == sizeof(buf) - 1) { /* a line longer than the window */
+			have = 0;
+			skipping = true;
+		}
+	}
+out:
+	hz_prim_close(fd);
 	errno = saved;
-	return 0;
+	return ret;
 }
 
 int hz_prim_thread_count(unsigned *count)

@@ -110,6 +110,12 @@ uint64_t hz_os_pool_available(enum hz_os_pool pool);
 
 #define HZ_OS_CGROUP_PATH 512
 
+/* buf = a, b and c (c may be NULL) end to end: 0, or -ENAMETOOLONG when
+ * that does not fit. Without snprintf, whose formatting takes kilobytes
+ * of stack: the paths of /proc and cgroup files are built on the
+ * program's thread, which may be on a signal handler's small stack. */
+int hz_os_concat(char *buf, size_t size, const char *a, const char *b, const char *c);
+
 /* Where a controller's files are for this process. */
 struct hz_os_cgroup {
 	char dir[HZ_OS_CGROUP_PATH]; /* the process's cgroup directory */

@@ -12,9 +12,11 @@
 
 #include "prim.h"
 
-/* 2 KiB lines: a cgroup mount's line of mountinfo is about 100 bytes;
- * longer lines (overlay mounts list their layers) are skipped whole. */
-#define LINE_BUF 2048
+/* 1 KiB lines: a cgroup mount's line of mountinfo is about 100 bytes, 300
+ * with a container runtime's path; longer lines (overlay mounts list their
+ * layers) are skipped whole. The buffer is on the stack of the program's
+ * thread, which may be a signal handler's small one. */
+#define LINE_BUF 1024
 /* At or above this a limit means "none": v1 prints PAGE_COUNTER_MAX pages
  * (9223372036854771712 with 4 KiB pages) for an unlimited cgroup. */
 #define LIMIT_NONE ((uint64_t)1 << 62)
@@ -101,8 +103,7 @@ static bool cgroup_line(char *line, void *ctx)
 	*path++ = '\0';
 	if (f->v2 ? (strcmp(line, "0") != 0 || *ctls != '\0') : !has_word(ctls, f->controller))
 		return false;
-	snprintf(f->path, sizeof(f->path), "%s", path);
-	f->found = true;
+	f->found = hz_os_concat(f->path, sizeof(f->path), path, NULL, NULL) == 0;
 	return true;
 }
 
@@ -158,11 +159,9 @@ static bool mount_line(char *line, void *ctx)
 		rel = ""; /* outside what the mount shows: its top is the nearest */
 	if (strcmp(rel, "/") == 0)
 		rel = "";
-	m->cg->top = (size_t)snprintf(m->cg->dir, sizeof(m->cg->dir), "%s%s", root, point);
-	if (m->cg->top >= sizeof(m->cg->dir) ||
-	    (size_t)snprintf(m->cg->dir + m->cg->top, sizeof(m->cg->dir) - m->cg->top, "%s",
-			     rel) >= sizeof(m->cg->dir) - m->cg->top)
+	if (hz_os_concat(m->cg->dir, sizeof(m->cg->dir), root, point, rel) != 0)
 		return false;
+	m->cg->top = strlen(root) + strlen(point);
 	m->cg->v2 = m->find->v2;
 	m->found = true;
 	return true;
@@ -175,14 +174,16 @@ static int find_in(bool v2, const char *controller, struct hz_os_cgroup *cg)
 	char path[HZ_OS_CGROUP_PATH];
 	int ret;
 
-	snprintf(path, sizeof(path), "%s/proc/self/cgroup", root);
-	ret = each_line(path, cgroup_line, &f);
+	ret = hz_os_concat(path, sizeof(path), root, "/proc/self/cgroup", NULL);
+	if (ret == 0)
+		ret = each_line(path, cgroup_line, &f);
 	if (ret != 0)
 		return ret;
 	if (!f.found)
 		return -ENOENT;
-	snprintf(path, sizeof(path), "%s/proc/self/mountinfo", root);
-	ret = each_line(path, mount_line, &m);
+	ret = hz_os_concat(path, sizeof(path), root, "/proc/self/mountinfo", NULL);
+	if (ret == 0)
+		ret = each_line(path, mount_line, &m);
 	if (ret != 0)
 		return ret;
 	return m.found ? 0 : -ENOENT;
@@ -207,8 +208,9 @@ static int read_value(const char *dir, const char *name, uint64_t *out)
 	char path[HZ_OS_CGROUP_PATH + 64], buf[32];
 	ssize_t n;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	n = hz_prim_read_file(path, buf, sizeof(buf));
+	n = hz_os_concat(path, sizeof(path), dir, "/", name);
+	if (n == 0)
+		n = hz_prim_read_file(path, buf, sizeof(buf));
 	if (n <= 0)
 		return n < 0 ? (int)n : -EINVAL;
 	if (strncmp(buf, "max", 3) == 0) {
@@ -258,8 +260,8 @@ static uint64_t inactive_file(const char *dir, bool v2)
 	/* v1's own counters leave out the children; total_ has them. */
 	struct stat_key k = { v2 ? "inactive_file" : "total_inactive_file", 0 };
 
-	snprintf(path, sizeof(path), "%s/memory.stat", dir);
-	if (each_line(path, stat_line, &k) != 0)
+	if (hz_os_concat(path, sizeof(path), dir, "/memory.stat", NULL) != 0 ||
+	    each_line(path, stat_line, &k) != 0)
 		return 0;
 	return k.value;
 }

@@ -38,6 +38,14 @@ static int create_thread(pthread_t *tid, const pthread_attr_t *attr, void *(*fn)
 	return create ? create(tid, attr, fn, arg) : ENOSYS;
 }
 
+/* Whether the caller runs on the alternate signal stack: a handler's. */
+static bool on_signal_stack(void)
+{
+	stack_t ss;
+
+	return HZ_RAW(SYS_sigaltstack, NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK);
+}
+
 int hz_prim_thread_start(void *(*fn)(void *), void *arg, size_t stack_size)
 {
 	pthread_attr_t attr;
@@ -45,6 +53,8 @@ int hz_prim_thread_start(void *(*fn)(void *), void *arg, size_t stack_size)
 	pthread_t tid;
 	int saved = errno, ret;
 
+	if (on_signal_stack())
+		return -EAGAIN;
 	ret = pthread_attr_init(&attr);
 	if (ret != 0)
 		return -ret;

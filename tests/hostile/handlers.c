@@ -3,12 +3,19 @@
  * glibc a block of 32 MiB and more is an mmap'ed chunk, whose free and
  * allocation take no lock, and programs do it (a handler that drops a
  * buffer, one that builds a report). A timer interrupts the loop every
- * half millisecond for RUN_S; the program must finish, its blocks zero. */
+ * half millisecond for RUN_S; the program must finish, its blocks zero.
+ *
+ * And a handler on a small alternate stack (sigaltstack), which glibc's
+ * large calls fit in: the kernel's signal frame, as measured on this
+ * machine, and ROOM more. The program is linked -z now, so that no lazy
+ * binding of its own takes the room. */
 #include "hostile.h"
 
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 #define RUN_S 1
 #define LARGE (40 * MiB)
@@ -88,11 +95,98 @@ static int handler_frees_and_allocates(void)
 	return loop(true);
 }
 
+/* ---- a small alternate stack ---- */
+
+#define ROOM (6 * 1024)
+
+static volatile uintptr_t frame_top;
+static volatile int small_ok;
+
+static void measure_frame(int sig)
+{
+	char here;
+
+	(void)sig;
+	frame_top = (uintptr_t)&here;
+}
+
+/* The large calls glibc serves with mmap, munmap and mremap. */
+static void large_calls(int sig)
+{
+	char *a = malloc(4 * MiB), *b = calloc(1, 64 * MiB), *c;
+
+	(void)sig;
+	if (!a || !b || b[0] != 0 || b[64 * MiB - 1] != 0)
+		return;
+	a[0] = 1;
+	free(a);
+	free(b);
+	b = calloc(1, 64 * MiB);
+	c = b ? realloc(b, 96 * MiB) : NULL;
+	if (!c || c[12345] != 0)
+		return;
+	free(c);
+	c = mmap(NULL, 8 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (c == MAP_FAILED)
+		return;
+	c[0] = 1;
+	munmap(c, 8 * MiB);
+	small_ok = 1;
+}
+
+/* An alternate stack of len bytes above a guard page. */
+static void alt_stack(size_t len, void (*handler)(int))
+{
+	char *m = mmap(NULL, len + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		       0);
+	stack_t ss = { .ss_sp = m + 4096, .ss_size = len };
+	struct sigaction sa = { .sa_handler = handler, .sa_flags = SA_ONSTACK };
+
+	CHECK(m != MAP_FAILED, "mmap of the stack: %s", strerror(errno));
+	CHECK(mprotect(m, 4096, PROT_NONE) == 0, "mprotect: %s", strerror(errno));
+	CHECK(sigaltstack(&ss, NULL) == 0, "sigaltstack: %s", strerror(errno));
+	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0, "sigaction: %s", strerror(errno));
+	frame_top = (uintptr_t)(m + 4096 + len);
+}
+
+static int small_stack(bool warm)
+{
+	uintptr_t top;
+	size_t frame;
+
+	alt_stack(64 * 1024, measure_frame);
+	top = frame_top;
+	raise(SIGUSR1);
+	frame = top - frame_top;
+	if (warm) { /* the library started, if preloaded */
+		free(calloc(1, 64 * MiB));
+		free(malloc(4 * MiB));
+	}
+	alt_stack(frame + ROOM, large_calls);
+	raise(SIGUSR1);
+	NOTE("a signal frame of %zu bytes, a stack of %zu", frame, frame + ROOM);
+	CHECK(small_ok, "the large calls in the handler failed");
+	printf("the handler's large calls fit\n");
+	return 0;
+}
+
+static int small_stack_first(void)
+{
+	return small_stack(false);
+}
+
+static int small_stack_warm(void)
+{
+	return small_stack(true);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct hostile_variant variants[] = {
 		{ "frees", handler_frees },
 		{ "allocates", handler_frees_and_allocates },
+		{ "small_stack_first", small_stack_first },
+		{ "small_stack_warm", small_stack_warm },
 		{ NULL, NULL },
 	};
 
