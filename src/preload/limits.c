@@ -18,6 +18,7 @@
 #include "../prim/prim.h"
 #include "../recycle.h"
 #include "heap.h"
+#include "reentry.h"
 
 /* Whether hugezero, holding held bytes while the process maps used, must
  * shrink under a soft limit of limit bytes. */
@@ -64,4 +65,32 @@ HZ_PRIVATE_API void hz_preload_setrlimit(int resource, const struct rlimit *rl)
 		hz_blocks_reserve_free();
 	}
 	errno = saved;
+}
+
+/* The next allocator's or the kernel's ENOMEM, after hugezero held
+ * address space or memory unused: its cached blocks and its regions
+ * without a block, which the program would have had under glibc (a limit
+ * set before the program started, ulimit -v, counts them: a 64 MiB block
+ * freed kept a 1 GiB region, and a 3.4 GiB request then failed under a 4
+ * GiB limit). They go, once per failure, and the caller tries again when
+ * anything went. Not from a signal handler inside the library (its locks
+ * may be held). Keeps errno. */
+HZ_PRIVATE_API bool hz_preload_give_back_for(int err)
+{
+	int saved = errno;
+	size_t released;
+
+	if (err != ENOMEM || !hz_reentry_enter())
+		return false;
+	if (hz_blocks_held() == 0) {
+		hz_reentry_leave();
+		return false;
+	}
+	released = hz_recycle_trim();
+	released += hz_blocks_release_unused();
+	hz_reentry_leave();
+	hz_debug("a request failed for want of memory: gave back %zu MiB hugezero held unused",
+		 released >> 20);
+	errno = saved;
+	return released > 0;
 }

@@ -14,6 +14,7 @@
 #include "../sizes.h"
 #include "../stats.h"
 #include "introspect.h"
+#include "limits.h"
 #include "preload.h"
 #include "reentry.h"
 
@@ -53,13 +54,28 @@ static void *large_alloc(size_t size, size_t align, bool zero)
 	return p;
 }
 
+/* The next allocator's NULL: true when it came for want of memory that
+ * hugezero held unused, which is now given back (limits.c), and the call
+ * is worth making again; errno is then what it was before the call
+ * (before), as a call that succeeds leaves it. */
+static bool again(const void *p, int before)
+{
+	if (p != NULL || !hz_preload_give_back_for(errno))
+		return false;
+	errno = before;
+	return true;
+}
+
 HZ_PRIVATE_API void *hz_preload_malloc(size_t size)
 {
+	int before;
 	void *p;
 
 	if (is_large(size) && (p = large_alloc(size, 0, false)))
 		return p;
-	return hz_next.next_malloc(size);
+	before = errno;
+	p = hz_next.next_malloc(size);
+	return again(p, before) ? hz_next.next_malloc(size) : p;
 }
 
 HZ_PRIVATE_API void hz_preload_free(void *p)
@@ -89,6 +105,7 @@ HZ_PRIVATE_API void hz_preload_free(void *p)
 HZ_PRIVATE_API void *hz_preload_calloc(size_t nmemb, size_t size)
 {
 	size_t total;
+	int before;
 	void *p;
 
 	if (hz_preload_calloc_total(nmemb, size, &total) != 0)
@@ -101,7 +118,9 @@ HZ_PRIVATE_API void *hz_preload_calloc(size_t nmemb, size_t size)
 		hz_stats_add(calloc_bytes, total);
 		return p;
 	}
-	return hz_next.next_calloc(nmemb, size);
+	before = errno;
+	p = hz_next.next_calloc(nmemb, size);
+	return again(p, before) ? hz_next.next_calloc(nmemb, size) : p;
 }
 
 /* Move a block between hugezero and the next allocator, copying what both
@@ -135,6 +154,7 @@ static int resize(void *p, size_t size, void **out)
 
 HZ_PRIVATE_API void *hz_preload_realloc(void *p, size_t size)
 {
+	int before;
 	void *q;
 
 	/* A bootstrap pointer first, start-up or not: no other allocator
@@ -170,7 +190,9 @@ HZ_PRIVATE_API void *hz_preload_realloc(void *p, size_t size)
 		if (q)
 			return q;
 	}
-	return hz_next.next_realloc(p, size);
+	before = errno;
+	q = hz_next.next_realloc(p, size);
+	return size != 0 && again(q, before) ? hz_next.next_realloc(p, size) : q;
 }
 
 /* ---- the aligned family ----
@@ -205,6 +227,7 @@ static void *aligned_large(size_t align, size_t size)
 HZ_PRIVATE_API int hz_preload_posix_memalign(void **out, size_t align, size_t size)
 {
 	void *p;
+	int ret;
 
 	if (!hz_is_pow2(align) || align % sizeof(void *) != 0)
 		return EINVAL;
@@ -213,32 +236,45 @@ HZ_PRIVATE_API int hz_preload_posix_memalign(void **out, size_t align, size_t si
 		*out = p;
 		return 0;
 	}
-	return hz_next.next_posix_memalign(out, align, size);
+	ret = hz_next.next_posix_memalign(out, align, size);
+	if (ret == ENOMEM && hz_preload_give_back_for(ENOMEM))
+		ret = hz_next.next_posix_memalign(out, align, size);
+	return ret;
 }
 
 HZ_PRIVATE_API void *hz_preload_aligned_alloc(size_t align, size_t size)
 {
+	int before = errno;
 	void *p = aligned_large(align, size);
 
-	return p ? p : hz_next.next_aligned_alloc(align, size);
+	if (p == NULL && again(p = hz_next.next_aligned_alloc(align, size), before))
+		p = hz_next.next_aligned_alloc(align, size);
+	return p;
 }
 
 HZ_PRIVATE_API void *hz_preload_memalign(size_t align, size_t size)
 {
+	int before = errno;
 	void *p = aligned_large(align, size);
 
-	return p ? p : hz_next.next_memalign(align, size);
+	if (p == NULL && again(p = hz_next.next_memalign(align, size), before))
+		p = hz_next.next_memalign(align, size);
+	return p;
 }
 
 HZ_PRIVATE_API void *hz_preload_valloc(size_t size)
 {
+	int before = errno;
 	void *p = aligned_large(HZ_SZ_4K, size);
 
-	return p ? p : hz_next.next_valloc(size);
+	if (p == NULL && again(p = hz_next.next_valloc(size), before))
+		p = hz_next.next_valloc(size);
+	return p;
 }
 
 HZ_PRIVATE_API void *hz_preload_pvalloc(size_t size)
 {
+	int before = errno;
 	void *p;
 
 	/* pvalloc rounds the size up to whole pages; blocks are whole
@@ -246,7 +282,9 @@ HZ_PRIVATE_API void *hz_preload_pvalloc(size_t size)
 	 * allocator's to refuse (glibc: ENOMEM). */
 	p = size <= SIZE_MAX - HZ_SZ_4K ? aligned_large(HZ_SZ_4K, hz_align_up(size, HZ_SZ_4K))
 					: NULL;
-	return p ? p : hz_next.next_pvalloc(size);
+	if (p == NULL && again(p = hz_next.next_pvalloc(size), before))
+		p = hz_next.next_pvalloc(size);
+	return p;
 }
 
 HZ_PRIVATE_API size_t hz_preload_malloc_usable_size(void *p)

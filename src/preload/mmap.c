@@ -30,6 +30,7 @@
 #include "../stats.h"
 #include "evidence.h"
 #include "foreign.h"
+#include "limits.h"
 #include "pieces.h"
 #include "preload.h"
 
@@ -144,6 +145,19 @@ static void *map_aligned(size_t len, int prot, int flags)
 	return start;
 }
 
+/* The kernel's mmap; its ENOMEM after hugezero held address space or
+ * memory unused is asked again once that is given back (limits.c). */
+static void *next_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	int before = errno;
+	void *p = hz_next.next_mmap(addr, len, prot, flags, fd, off);
+
+	if (p != MAP_FAILED || !hz_preload_give_back_for(errno))
+		return p;
+	errno = before;
+	return hz_next.next_mmap(addr, len, prot, flags, fd, off);
+}
+
 HZ_PRIVATE_API void *hz_preload_mmap(void *addr, size_t len, int prot, int flags, int fd,
 				     off_t off)
 {
@@ -171,7 +185,7 @@ HZ_PRIVATE_API void *hz_preload_mmap(void *addr, size_t len, int prot, int flags
 		hz_foreign_changed(addr, len); /* over a block or a window's rest: foreign.h */
 		hz_promote_forget((uintptr_t)addr, len);
 	}
-	return hz_next.next_mmap(addr, len, prot, flags, fd, off);
+	return next_mmap(addr, len, prot, flags, fd, off);
 }
 
 /* The regions hold our blocks and their metadata's promises: a range the
