@@ -208,9 +208,9 @@ static int read_value(const char *dir, const char *name, uint64_t *out)
 	char path[HZ_OS_CGROUP_PATH + 64], buf[32];
 	ssize_t n;
 
-	n = hz_os_concat(path, sizeof(path), dir, "/", name);
-	if (n == 0)
-		n = hz_prim_read_file(path, buf, sizeof(buf));
+	if (hz_os_concat(path, sizeof(path), dir, "/", name) != 0)
+		return -ENAMETOOLONG;
+	n = hz_prim_read_file(path, buf, sizeof(buf));
 	if (n <= 0)
 		return n < 0 ? (int)n : -EINVAL;
 	if (strncmp(buf, "max", 3) == 0) {
