@@ -81,7 +81,7 @@ static void start_thread(void)
 		return;
 	}
 	ret = hz_prim_thread_start(hz_pz_main, NULL, THREAD_STACK);
-	if (ret == -EAGAIN) { /* a signal handler's stack: the next request */
+	if (ret == -EINTR) { /* a signal handler's stack: the next request */
 		__atomic_store_n(&pz_thread_started, 0, __ATOMIC_SEQ_CST);
 	} else if (ret != 0) {
 		hz_info("could not start the pre-zero thread; calloc zeroes instead");

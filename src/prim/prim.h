@@ -218,7 +218,7 @@ int hz_prim_move_mapping(void *old, size_t len, void *new_addr);
 /* Start fn(arg) on a new detached thread with every signal blocked (they
  * belong to the program) and a stack of stack_size bytes (0: the C
  * library's default). The caller's signal mask is unchanged. Returns 0 or
- * a negative errno value: -EAGAIN, to try later, from a signal handler on
+ * a negative errno value: -EINTR, to try later, from a signal handler on
  * its alternate stack (pthread_create and the dynamic linker it calls need
  * more stack than the 8 KiB such stacks often have). The only place
  * hugezero creates a thread. */

@@ -54,7 +54,7 @@ int hz_prim_thread_start(void *(*fn)(void *), void *arg, size_t stack_size)
 	int saved = errno, ret;
 
 	if (on_signal_stack())
-		return -EAGAIN;
+		return -EINTR;
 	ret = pthread_attr_init(&attr);
 	if (ret != 0)
 		return -ret;
