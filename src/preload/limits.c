@@ -67,20 +67,23 @@ HZ_PRIVATE_API void hz_preload_setrlimit(int resource, const struct rlimit *rl)
 	errno = saved;
 }
 
-/* The next allocator's or the kernel's ENOMEM, after hugezero held
- * address space or memory unused: its cached blocks and its regions
+/* The next allocator's or the kernel's ENOMEM under an RLIMIT_AS, after
+ * hugezero held address space unused: its cached blocks and its regions
  * without a block, which the program would have had under glibc (a limit
  * set before the program started, ulimit -v, counts them: a 64 MiB block
  * freed kept a 1 GiB region, and a 3.4 GiB request then failed under a 4
  * GiB limit). They go, once per failure, and the caller tries again when
- * anything went. Not from a signal handler inside the library (its locks
- * may be held). Keeps errno. */
+ * anything went. Without such a limit the ENOMEM is the mapping count's
+ * or the memory's, which the cache serves without a new mapping. Not from
+ * a signal handler inside the library (its locks may be held). Keeps
+ * errno. */
 HZ_PRIVATE_API bool hz_preload_give_back_for(int err)
 {
 	int saved = errno;
 	size_t released;
 
-	if (err != ENOMEM || !hz_reentry_enter())
+	if (err != ENOMEM || hz_prim_address_space_limit() == UINT64_MAX ||
+	    !hz_reentry_enter())
 		return false;
 	if (hz_blocks_held() == 0) {
 		hz_reentry_leave();
