@@ -354,51 +354,78 @@ const char *hz_prim_self_exe_path(void)
 	return "/proc/self/exe";
 }
 
-/* One number field of /proc/self/status, read when asked (threads and
- * mappings come and go). key includes its colon. The file is read through
- * a small window, a line at a time: the program's thread may be on a
- * small signal stack (a handler's large allocation), and the file grows
- * with the groups the process is in. A line longer than the window is
- * skipped whole. */
-#define STATUS_WINDOW 256
+#define LINE_BUF 1024
 
-static int status_field(const char *key, uint64_t *value)
+int hz_os_each_line(const char *path, hz_os_line_fn *fn, void *ctx)
 {
-	char buf[STATUS_WINDOW];
-	size_t have = 0, key_len = strlen(key);
-	int fd = hz_prim_open_read("/proc/self/status"), ret = -ENOENT, saved = errno;
-	bool skipping = false;
+	char buf[LINE_BUF];
+	size_t have = 0;
+	bool skipping = false, stop = false;
+	int fd = hz_prim_open_read(path);
+	ssize_t n = 1;
 
 	if (fd < 0)
 		return fd;
-	for (;;) {
-		ssize_t n = hz_prim_read(fd, buf + have, sizeof(buf) - 1 - have);
+	while (!stop && n > 0) {
 		char *line = buf, *nl;
 
-		if (n <= 0)
+		n = hz_prim_read(fd, buf + have, sizeof(buf) - 1 - have);
+		if (n < 0)
 			break;
 		have += (size_t)n;
-		buf[have] = '\0';
-		while ((nl = strchr(line, '\n')) != NULL) {
-			if (!skipping && strncmp(line, key, key_len) == 0) {
-				*value = strtoull(line + key_len, NULL, 10);
-				ret = 0;
-				goto out;
-			}
+		while (!stop && (nl = memchr(line, '\n', have - (size_t)(line - buf))) != NULL) {
+			*nl = '\0';
+			stop = !skipping && fn(line, ctx);
 			skipping = false;
 			line = nl + 1;
 		}
 		have -= (size_t)(line - buf);
 		memmove(buf, line, have);
-		if (have == sizeof(buf) - 1) { /* a line longer than the window */
-			have = 0;
+		if (n == 0 && have > 0 && !skipping && !stop) { /* last line, no newline */
+			buf[have] = '\0';
+			fn(buf, ctx);
+		}
+		if (have == sizeof(buf) - 1) { /* too long: drop it up to its newline */
 			skipping = true;
+			have = 0;
 		}
 	}
-out:
 	hz_prim_close(fd);
+	return n < 0 ? (int)n : 0;
+}
+
+struct status_key {
+	const char *key; /* with its colon */
+	uint64_t value;
+	bool found;
+};
+
+static bool status_line(char *line, void *ctx)
+{
+	struct status_key *k = ctx;
+	size_t len = strlen(k->key);
+
+	if (strncmp(line, k->key, len) != 0)
+		return false;
+	k->value = strtoull(line + len, NULL, 10);
+	k->found = true;
+	return true;
+}
+
+/* One number field of /proc/self/status, read when asked (threads and
+ * mappings come and go). key includes its colon. */
+static int status_field(const char *key, uint64_t *value)
+{
+	struct status_key k = { .key = key };
+	int saved = errno, ret = hz_os_each_line("/proc/self/status", status_line, &k);
+
 	errno = saved;
-	return ret;
+	if (ret != 0)
+		return ret;
+	if (!k.found)
+		return -ENOENT;
+	*value = k.value;
+	return 0;
 }
 
 int hz_prim_thread_count(unsigned *count)

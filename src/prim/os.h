@@ -116,6 +116,15 @@ uint64_t hz_os_pool_available(enum hz_os_pool pool);
  * program's thread, which may be on a signal handler's small stack. */
 int hz_os_concat(char *buf, size_t size, const char *a, const char *b, const char *c);
 
+/* Call fn on each line of path, without its newline, until it returns
+ * true. Lines are read through a 1 KiB window on the stack (the
+ * program's thread may be on a small signal stack): a longer line is
+ * skipped whole (a cgroup mount's line of mountinfo is about 100 bytes,
+ * 300 with a container runtime's path; overlay mounts list their layers).
+ * 0, or the error of the open or of a read. */
+typedef bool hz_os_line_fn(char *line, void *ctx);
+int hz_os_each_line(const char *path, hz_os_line_fn *fn, void *ctx);
+
 /* Where a controller's files are for this process. */
 struct hz_os_cgroup {
 	char dir[HZ_OS_CGROUP_PATH]; /* the process's cgroup directory */

@@ -12,11 +12,6 @@
 
 #include "prim.h"
 
-/* 1 KiB lines: a cgroup mount's line of mountinfo is about 100 bytes, 300
- * with a container runtime's path; longer lines (overlay mounts list their
- * layers) are skipped whole. The buffer is on the stack of the program's
- * thread, which may be a signal handler's small one. */
-#define LINE_BUF 1024
 /* At or above this a limit means "none": v1 prints PAGE_COUNTER_MAX pages
  * (9223372036854771712 with 4 KiB pages) for an unlimited cgroup. */
 #define LIMIT_NONE ((uint64_t)1 << 62)
@@ -26,49 +21,6 @@ static const char *root = "";
 void hz_os_set_root(const char *dir)
 {
 	root = dir ? dir : "";
-}
-
-/* ---- lines ---- */
-
-typedef bool line_fn(char *line, void *ctx); /* true: stop */
-
-/* Call fn on each line of path, without its newline. */
-static int each_line(const char *path, line_fn *fn, void *ctx)
-{
-	char buf[LINE_BUF];
-	size_t have = 0;
-	bool skipping = false, stop = false;
-	int fd = hz_prim_open_read(path);
-	ssize_t n = 1;
-
-	if (fd < 0)
-		return fd;
-	while (!stop && n > 0) {
-		char *line = buf, *nl;
-
-		n = hz_prim_read(fd, buf + have, sizeof(buf) - 1 - have);
-		if (n < 0)
-			break;
-		have += (size_t)n;
-		while (!stop && (nl = memchr(line, '\n', have - (size_t)(line - buf))) != NULL) {
-			*nl = '\0';
-			stop = !skipping && fn(line, ctx);
-			skipping = false;
-			line = nl + 1;
-		}
-		have -= (size_t)(line - buf);
-		memmove(buf, line, have);
-		if (n == 0 && have > 0 && !skipping && !stop) { /* last line, no newline */
-			buf[have] = '\0';
-			fn(buf, ctx);
-		}
-		if (have == sizeof(buf) - 1) { /* too long: drop it up to its newline */
-			skipping = true;
-			have = 0;
-		}
-	}
-	hz_prim_close(fd);
-	return n < 0 ? (int)n : 0;
 }
 
 /* Whether word is in the comma-separated list. */
@@ -176,14 +128,14 @@ static int find_in(bool v2, const char *controller, struct hz_os_cgroup *cg)
 
 	ret = hz_os_concat(path, sizeof(path), root, "/proc/self/cgroup", NULL);
 	if (ret == 0)
-		ret = each_line(path, cgroup_line, &f);
+		ret = hz_os_each_line(path, cgroup_line, &f);
 	if (ret != 0)
 		return ret;
 	if (!f.found)
 		return -ENOENT;
 	ret = hz_os_concat(path, sizeof(path), root, "/proc/self/mountinfo", NULL);
 	if (ret == 0)
-		ret = each_line(path, mount_line, &m);
+		ret = hz_os_each_line(path, mount_line, &m);
 	if (ret != 0)
 		return ret;
 	return m.found ? 0 : -ENOENT;
@@ -261,7 +213,7 @@ static uint64_t inactive_file(const char *dir, bool v2)
 	struct stat_key k = { v2 ? "inactive_file" : "total_inactive_file", 0 };
 
 	if (hz_os_concat(path, sizeof(path), dir, "/memory.stat", NULL) != 0 ||
-	    each_line(path, stat_line, &k) != 0)
+	    hz_os_each_line(path, stat_line, &k) != 0)
 		return 0;
 	return k.value;
 }
@@ -352,7 +304,7 @@ int hz_os_commit_read(struct hz_os_memcg *out)
 
 	out->limit = out->room = HZ_OS_UNLIMITED;
 	snprintf(path, sizeof(path), "%s/proc/meminfo", root);
-	ret = each_line(path, meminfo_line, &c);
+	ret = hz_os_each_line(path, meminfo_line, &c);
 	if (ret == 0 && (c.limit == HZ_OS_UNLIMITED || c.used == HZ_OS_UNLIMITED))
 		ret = -EINVAL;
 	if (ret == 0) {
