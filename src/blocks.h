@@ -140,6 +140,17 @@ bool hz_blocks_advise_huge(uintptr_t start, size_t len);
 /* Usable bytes of a live block. */
 size_t hz_blocks_usable(const void *p);
 
+/* The range and backing of the live block at p. */
+void hz_blocks_live_span(const void *p, struct hz_span *out);
+
+/* Make span, claimed and not live (a cached span taken from the
+ * recycler's table), the tail of the live block at p, which it must
+ * follow in the block's region with the block's backing: its pages stay
+ * as they are, nothing is mapped. -EINVAL when it does not follow so (the
+ * block unchanged); stops the program, as hz_blocks_revive does, when it
+ * is not a span the recycler may hand out. */
+int hz_blocks_absorb(void *p, const struct hz_span *span);
+
 /* fork handlers: hold the lock across fork, reset it in the child. */
 void hz_blocks_fork_prepare(void);
 void hz_blocks_fork_parent(void);

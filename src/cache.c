@@ -356,6 +356,14 @@ struct hz_cache_entry hz_cache_take(struct hz_cache *c, unsigned i, size_t size,
 	return e;
 }
 
+int hz_cache_find_at(const struct hz_cache *c, uintptr_t start, enum hz_backing backing)
+{
+	for (unsigned i = 0; i < c->count; i++)
+		if (c->entries[i].span.range.start == start && c->entries[i].span.backing == backing)
+			return (int)i;
+	return -1;
+}
+
 int hz_cache_first_dirty(const struct hz_cache *c)
 {
 	for (unsigned i = 0; i < c->count; i++)

@@ -212,6 +212,11 @@ bool hz_cache_trim(struct hz_span *s, size_t size, struct hz_span *rest);
 struct hz_cache_entry hz_cache_take(struct hz_cache *c, unsigned i, size_t size,
 				    struct hz_cache_batch *b);
 
+/* The entry whose span starts at start with this backing, or -1: the
+ * granules right after a live block, which its realloc may claim
+ * (recycle.c). */
+int hz_cache_find_at(const struct hz_cache *c, uintptr_t start, enum hz_backing backing);
+
 /* Take entry i out whole. */
 struct hz_cache_entry hz_cache_remove(struct hz_cache *c, unsigned i);
 

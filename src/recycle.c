@@ -390,12 +390,63 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 	return grows ? grow_kept(size, align, out) : 0;
 }
 
+/* A realloc that grows a block first claims the kept span right after
+ * it: a request served by a larger span put the rest back in the table
+ * (hz_cache_take), and growing the block then found those granules
+ * claimed, moved it to a fresh place and faulted that in. A loop of
+ * calloc 4 MiB, write, realloc to 8 MiB one time in three, free ran at
+ * 1.5x glibc's time (bench/RESULTS.md, "realloc grows into the kept span
+ * after its block"). The span's bytes need not be zero: realloc's growth
+ * is uninitialised. Only spans of granule pages, as a miss grows one
+ * (hz_cache_serve). true: the block holds size bytes now. */
+static bool grow_into_kept(void *p, size_t size)
+{
+	struct hz_cache_batch b = { .count = 0 };
+	struct hz_cache_entry e;
+	struct hz_span block;
+	struct hz_cache *c;
+	size_t more;
+	int i;
+
+	hz_blocks_live_span(p, &block);
+	more = size - hz_span_bytes(&block);
+	if ((block.backing != HZ_BACKING_SMALL && block.backing != HZ_BACKING_THP) ||
+	    hz_cache_policy()->cache_max == 0 || !(c = hz_prezero_enter(&b)))
+		return false;
+	i = hz_cache_find_at(c, block.range.end, block.backing);
+	if (i >= 0 && !hz_cache_fits(&c->entries[i].span, more, 0))
+		i = -1;
+	if (i >= 0)
+		e = hz_cache_take(c, (unsigned)i, more, &b);
+	hz_prezero_leave();
+	hz_prezero_release(&b);
+	if (i < 0)
+		return false;
+	if (!hz_blocks_reusable(&e.span)) {
+		give_back_foreign(&e.span);
+		return false;
+	}
+	served_within_peak(&e.span, hz_span_bytes(&e.span));
+	if (hz_blocks_absorb(p, &e.span) != 0) { /* in another region */
+		keep_again(&e.span, e.clean, &b);
+		hz_prezero_release(&b);
+		return false;
+	}
+	hz_stats_add(realloc_in_place, 1);
+	return true;
+}
+
 int hz_recycle_resize(void *p, size_t size, void **out)
 {
 	size_t old = hz_blocks_usable(p);
 
-	if (size > old)
+	if (size > old) {
+		if (grow_into_kept(p, size)) {
+			*out = p;
+			return 0;
+		}
 		stay_within_peak(size - old);
+	}
 	return hz_blocks_resize(p, size, out);
 }
 

@@ -345,6 +345,45 @@ static void a_miss_grows_the_largest_smaller_kept_block(void **state)
 	hz_preload_free(between);
 }
 
+/* A request served by a larger kept span puts the rest back in the table;
+ * a realloc that grows the block then claims that rest in place, its
+ * pages kept, instead of moving the block to fresh memory. Run as
+ * library_grow_kept is, so the rest waits in the table. */
+static void a_realloc_grows_into_the_kept_span_after_it(void **state)
+{
+	uint64_t moved0 = __atomic_load_n(&hz_stats.realloc_moved, __ATOMIC_RELAXED);
+	uint64_t in_place0 = __atomic_load_n(&hz_stats.realloc_in_place, __ATOMIC_RELAXED);
+	unsigned char *p = hz_preload_malloc(8 * MiB), *q, *r;
+	uint64_t fresh;
+
+	(void)state;
+	assert_non_null(p);
+	memset(p, DIRTY, 8 * MiB);
+	escape(p);
+	hz_preload_free(p);
+	q = hz_preload_malloc(5 * MiB); /* 6 MiB of the kept 8: 2 MiB go back */
+	assert_ptr_equal(q, p);
+	assert_int_equal(__atomic_load_n(&hz_stats.cache_bytes, __ATOMIC_RELAXED), 2 * MiB);
+	for (size_t off = 0; off < 5 * MiB; off += 4096)
+		q[off] = (unsigned char)(off >> 12);
+	fresh = fresh_bytes();
+	r = hz_preload_realloc(q, 8 * MiB);
+	assert_ptr_equal(r, q);
+	assert_int_equal(__atomic_load_n(&hz_stats.realloc_in_place, __ATOMIC_RELAXED),
+			 in_place0 + 1);
+	assert_int_equal(__atomic_load_n(&hz_stats.realloc_moved, __ATOMIC_RELAXED), moved0);
+	assert_int_equal(fresh_bytes(), fresh); /* no new memory */
+	assert_int_equal(__atomic_load_n(&hz_stats.cache_bytes, __ATOMIC_RELAXED), 0);
+	assert_true(hz_preload_malloc_usable_size(r) >= 8 * MiB);
+	for (size_t off = 0; off < 5 * MiB; off += 4096)
+		if (r[off] != (unsigned char)(off >> 12))
+			fail_msg("realloc into the kept span lost the byte at %zu", off);
+	memset(r, 1, 8 * MiB);
+	escape(r);
+	hz_preload_free(r); /* the whole block is kept again */
+	assert_int_equal(__atomic_load_n(&hz_stats.cache_bytes, __ATOMIC_RELAXED), 8 * MiB);
+}
+
 /* The earlier peak leaves room for the calloc's block only where the
  * process holds little besides its blocks: ThreadSanitizer's shadow
  * memory, resident beside every byte written, is the process's memory too
@@ -804,6 +843,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(calloc_takes_over_the_block_being_prezeroed),
 		cmocka_unit_test(fork_while_prezeroing_keeps_calloc_zero),
 		cmocka_unit_test(a_miss_grows_the_largest_smaller_kept_block),
+		cmocka_unit_test(a_realloc_grows_into_the_kept_span_after_it),
 		cmocka_unit_test(a_grown_tail_follows_its_front),
 		cmocka_unit_test(a_kept_block_goes_before_a_new_peak),
 		cmocka_unit_test(a_kept_block_stays_below_an_earlier_peak),
