@@ -23,6 +23,13 @@
  *                                 over a random 10-100 % prefix; LIVE blocks
  *                                 live at a time, the one freed next picked
  *                                 at random: total ms, every free included
+ *   recycle grow SIZE N [SEED]    N x (calloc SIZE, memset every byte, one
+ *                                 time in three realloc to twice SIZE and
+ *                                 write its last byte, free): ms per
+ *                                 cycle, the first included. A block
+ *                                 rounded up from a larger freed one, then
+ *                                 grown: where the rest went decides
+ *                                 whether the growth is fresh memory
  *
  * Every cycle's calloc and free stay: an empty asm that takes the pointer
  * and clobbers memory makes the compiler assume the block is read, so it
@@ -308,6 +315,40 @@ static int mixed(size_t n, size_t min, size_t max, size_t live, uint64_t seed)
 	return 0;
 }
 
+/* ---- calloc, then realloc to twice the size one time in three ---- */
+
+static int grow(size_t size, size_t n, uint64_t seed)
+{
+	uint64_t s = seed ? seed : 0x9e3779b97f4a7c15u, t0 = now_ns();
+	size_t grown = 0;
+	char param[48], sz[24];
+
+	snprintf(param, sizeof param, "%s", size_str(size, sz, sizeof sz));
+	for (size_t i = 0; i < n; i++) {
+		unsigned char *p = calloc(size, 1);
+
+		if (!p)
+			die("calloc failed");
+		memset(p, (int)(i % 255) + 1, size);
+		if (xorshift(&s) % 3 == 0) {
+			unsigned char *q = realloc(p, 2 * size);
+
+			if (!q)
+				die("realloc failed");
+			p = q;
+			p[2 * size - 1] = 1;
+			grown++;
+		}
+		ESCAPE(p);
+		free(p);
+	}
+	printf("result,grow,%s,ms_per_cycle,%.4f\n", param,
+	       (double)(now_ns() - t0) / 1e6 / (double)n);
+	printf("phase,grow,%s,grown,%zu\n", param, grown);
+	report_mem("grow", param);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *w = argc > 1 ? argv[1] : "";
@@ -324,7 +365,11 @@ int main(int argc, char **argv)
 	if (strcmp(w, "mixed") == 0 && (argc == 6 || argc == 7))
 		return mixed(parse_size(argv[2]), parse_size(argv[3]), parse_size(argv[4]),
 			     parse_size(argv[5]), argc == 7 ? strtoull(argv[6], NULL, 0) : 0);
+	if (strcmp(w, "grow") == 0 && (argc == 4 || argc == 5))
+		return grow(parse_size(argv[2]), parse_size(argv[3]),
+			    argc == 5 ? strtoull(argv[4], NULL, 0) : 0);
 	fprintf(stderr,
-		"usage: %s cycle SIZE N all|first | floor SIZE N thp|4k | mixed N MIN MAX LIVE [SEED]\n", argv[0]);
+		"usage: %s cycle SIZE N all|first | floor SIZE N thp|4k | "
+		"mixed N MIN MAX LIVE [SEED] | grow SIZE N [SEED]\n", argv[0]);
 	return 2;
 }

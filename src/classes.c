@@ -22,6 +22,7 @@
 #include "classes.h"
 
 #include "sizes.h"
+#include "times.h"
 
 /* A warm block stays 8 times its class's free-to-reuse time: reuse times
  * vary, and a late one costs a fresh block where an early release saves
@@ -182,6 +183,32 @@ void hz_classes_clean_enough(void)
 	clean_target -= clean_target / 8;
 }
 
+/* ---- the program's rhythm ----
+ *
+ * Whether the program's callocs come right after its frees, each of a
+ * size the block just freed could serve, whatever their classes. A block
+ * rounded up from a larger kept one and then grown (calloc 4 MiB from a
+ * kept 8 MiB block, realloc to 8 MiB one time in three) is freed in one
+ * class and asked for in another, so no class's own run (rotation.h,
+ * HZ_ROT_FREE_AT_ONCE) saw the cycle. Each free woke the thread, whose
+ * non-temporal clear pushed the block the program had just written out
+ * of the cache, and the next calloc took a block so cleared, or the
+ * clear over: the program's writes then fetched from memory what glibc's
+ * found in the cache (bench/RESULTS.md, "A calloc right after a free of
+ * another class"). Whether the calloc took that very block does not
+ * count: once the thread runs, it takes the one the thread cleared. */
+static struct {
+	size_t freed;     /* bytes of the last block freed */
+	uint32_t at_once; /* callocs in a row it could serve, within HZ_THREAD_WAKE_NS */
+} rhythm;
+
+static void rhythm_calloc(size_t size, uint64_t after_free_ns)
+{
+	bool at_once = size <= rhythm.freed && after_free_ns < HZ_THREAD_WAKE_NS;
+
+	rhythm.at_once = at_once ? rhythm.at_once + (rhythm.at_once < UINT32_MAX) : 0;
+}
+
 /* ---- one event per request ---- */
 
 struct hz_class_answer hz_classes_request(const struct hz_class_request *r)
@@ -194,19 +221,24 @@ struct hz_class_answer hz_classes_request(const struct hz_class_request *r)
 		a.reuse_missed = hz_class_missed(r->size, r->now, r->decay_ns);
 	if (r->zero) {
 		hz_classes_calloc_seen(r->size);
+		rhythm_calloc(r->size, r->after_free_ns);
 		/* A spare is a block more: a guess, so at most HZ_GUESS_MAX. */
 		a.map_spare = hz_rotation_calloc(&hz_class_of(r->size)->rotation, r->now, r->served,
-						 r->start, r->thread && r->size <= HZ_GUESS_MAX);
+						 r->start, r->after_free_ns,
+						 r->thread && r->size <= HZ_GUESS_MAX);
 	}
 	return a;
 }
 
 struct hz_class_kept hz_classes_free(size_t size, uintptr_t start, uint64_t now, bool adapt)
 {
-	struct hz_class_kept k = { .rotation = hz_rotation_freed(&hz_class_of(size)->rotation, start,
-								  now),
-				   .warm = true };
+	struct hz_class_kept k = {
+		.rotation = hz_rotation_freed(&hz_class_of(size)->rotation, start, now,
+					      rhythm.at_once >= HZ_ROTATION_RUN),
+		.warm = true,
+	};
 
+	rhythm.freed = size;
 	if (k.rotation != HZ_ROT_FREE_DROP && adapt) {
 		hz_class_freed(size, now);
 		k.warm = hz_class_warm(size);
@@ -284,5 +316,7 @@ void hz_classes_test_reset(void)
 	for (unsigned k = 0; k < HZ_CLASSES; k++)
 		classes[k] = (struct hz_class){ 0 };
 	clean_target = 0;
+	rhythm.freed = 0;
+	rhythm.at_once = 0;
 }
 #endif

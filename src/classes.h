@@ -128,6 +128,8 @@ struct hz_class_request {
 	enum hz_rotation_served served; /* a calloc's, for its rotation */
 	uintptr_t start;     /* the dirty span's, for HZ_ROT_DIRTY */
 	bool thread;         /* pre-zero mode thread */
+	uint64_t after_free_ns; /* since the calling thread's last free returned
+				 * (UINT64_MAX: none) */
 };
 
 /* What the ledger answers a request. */

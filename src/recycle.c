@@ -92,6 +92,11 @@ static void put_back_rest(struct hz_span *span, size_t *dirty, size_t size,
 	keep_again(&rest, clean, b);
 }
 
+/* When this thread's last free that the ledger saw returned to the
+ * program (ns; 0: none): a calloc's time "at once" after a free is the
+ * program's own time between the two (rotation.c). */
+static __thread uint64_t free_returned_ns;
+
 /* How a calloc served by entry i (HZ_CACHE_ZEROING: the span the thread
  * is zeroing, claimed; -1: none, a fresh block) is noted. */
 static enum hz_rotation_served served_by(const struct hz_cache *c, int i)
@@ -116,6 +121,8 @@ static bool ask_ledger(struct hz_cache *c, size_t size, bool zero, enum hz_preze
 	};
 	struct hz_class_answer a;
 
+	r.after_free_ns = free_returned_ns != 0 && now >= free_returned_ns ? now - free_returned_ns
+									   : UINT64_MAX;
 	/* A claimed span's time since its free is the thread's to know. */
 	if (i >= 0) {
 		r.idle_since = c->entries[i].idle_since;
@@ -544,6 +551,7 @@ void hz_recycle_free(void *p)
 		hz_prezero_wake();
 	else
 		hz_prezero_poke();
+	free_returned_ns = hz_prim_now_ns();
 }
 
 size_t hz_recycle_drop(void)

@@ -101,11 +101,17 @@ static void decide(struct hz_class_rotation *k)
 	enter(k, DROPPING);
 }
 
-static void served(struct hz_class_rotation *k, uint64_t now, enum hz_rotation_served how)
+/* "At once" is counted from the end of the program's last free, not from
+ * the class's time of free: that free's wake of the thread is no time
+ * the thread could clear in, and it cost up to 50 us on a VM where a wake
+ * crosses to the other vCPU (the Xeon AMX VM), so counted from the free
+ * no calloc ever came at once there, and every free woke the thread. */
+static void served(struct hz_class_rotation *k, uint64_t now, enum hz_rotation_served how,
+		   uint64_t after_free_ns)
 {
 	uint64_t period = k->last != 0 && now > k->last ? (now - k->last) / 1000 : 0;
 	bool freed = k->freed_at > k->last;
-	bool at_once = freed && now - k->freed_at < HZ_THREAD_WAKE_NS;
+	bool at_once = freed && after_free_ns < HZ_THREAD_WAKE_NS;
 
 	if (freed && !at_once)
 		hz_stats_add(callocs_late, 1);
@@ -150,7 +156,7 @@ static void served(struct hz_class_rotation *k, uint64_t now, enum hz_rotation_s
 }
 
 bool hz_rotation_calloc(struct hz_class_rotation *k, uint64_t now, enum hz_rotation_served how,
-			uintptr_t start, bool thread)
+			uintptr_t start, uint64_t after_free_ns, bool thread)
 {
 	bool spare;
 
@@ -159,11 +165,12 @@ bool hz_rotation_calloc(struct hz_class_rotation *k, uint64_t now, enum hz_rotat
 	/* Only a thread clears the span left behind. */
 	spare = how == HZ_ROT_CLEARS && thread && wants_spare(k);
 
-	served(k, now, spare ? HZ_ROT_OTHER : how);
+	served(k, now, spare ? HZ_ROT_OTHER : how, after_free_ns);
 	return spare;
 }
 
-enum hz_rotation_free hz_rotation_freed(struct hz_class_rotation *k, uintptr_t start, uint64_t now)
+enum hz_rotation_free hz_rotation_freed(struct hz_class_rotation *k, uintptr_t start, uint64_t now,
+					bool program_at_once)
 {
 	k->freed = start;
 	k->freed_at = now;
@@ -171,5 +178,6 @@ enum hz_rotation_free hz_rotation_freed(struct hz_class_rotation *k, uintptr_t s
 		enter(k, WATCHING);
 		return HZ_ROT_FREE_DROP;
 	}
-	return k->state == WATCHING && k->at_once >= RUN ? HZ_ROT_FREE_AT_ONCE : HZ_ROT_FREE_KEEP;
+	return k->state == WATCHING && (k->at_once >= RUN || program_at_once) ? HZ_ROT_FREE_AT_ONCE
+									     : HZ_ROT_FREE_KEEP;
 }

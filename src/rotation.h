@@ -58,11 +58,12 @@ enum hz_rotation_served {
 };
 
 /* A calloc of k's class at now (ns), served so (start: the dirty span's,
- * for HZ_ROT_DIRTY). One that would clear on its critical path, in
- * pre-zero mode thread (thread), may be told to map a fresh block, the
+ * for HZ_ROT_DIRTY), after_free_ns after the calling thread's last free
+ * returned (UINT64_MAX: none). One that would clear on its critical path,
+ * in pre-zero mode thread (thread), may be told to map a fresh block, the
  * spare, instead: true, and the span is left to the thread. */
 bool hz_rotation_calloc(struct hz_class_rotation *k, uint64_t now, enum hz_rotation_served how,
-			uintptr_t start, bool thread);
+			uintptr_t start, uint64_t after_free_ns, bool thread);
 
 /* What the free of a block is to do, by its class's rotation. */
 enum hz_rotation_free {
@@ -83,7 +84,10 @@ enum hz_rotation_free {
 };
 
 /* A block of k's class at start is being freed, at now (ns): what to do
- * with it. */
-enum hz_rotation_free hz_rotation_freed(struct hz_class_rotation *k, uintptr_t start, uint64_t now);
+ * with it. program_at_once: the program's last HZ_ROTATION_RUN callocs,
+ * of any class, each took the block freed just before (classes.c, the
+ * program's rhythm), which counts as the class's own run. */
+enum hz_rotation_free hz_rotation_freed(struct hz_class_rotation *k, uintptr_t start, uint64_t now,
+					bool program_at_once);
 
 #endif /* HZ_ROTATION_H */

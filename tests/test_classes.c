@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "classes.h"
+#include "times.h"
 
 #define MiB ((size_t)1 << 20)
 #define MS 1000000ull
@@ -224,6 +225,48 @@ static void a_spare_is_a_guess_tried_only_up_to_64_mib(void **state)
 	assert_int_equal(spare_at(HZ_GUESS_MAX + 4096, 100), 0);
 }
 
+/* A calloc of bytes, after_free_ns after the last free, served by a
+ * clean span (one the thread cleared, not the block just freed). */
+static bool calloc_after(size_t bytes, uint64_t after_free_ns)
+{
+	struct hz_class_request r = { .size = bytes, .zero = true, .decay_ns = DECAY,
+				      .served = HZ_ROT_CLEAN, .thread = true,
+				      .after_free_ns = after_free_ns };
+
+	now_ns += after_free_ns;
+	r.now = now_ns;
+	return hz_classes_request(&r).map_spare;
+}
+
+static enum hz_rotation_free free_of(size_t bytes)
+{
+	now_ns += MS;
+	return hz_classes_free(bytes, 0x40000000, now_ns, true).rotation;
+}
+
+/* The program's rhythm: callocs that each come right after a free of a
+ * block that could serve them, whatever the classes, leave the thread
+ * asleep at the next free, as a class's own run would (blocks of 6 and 8
+ * MiB freed, 6 MiB asked for). A calloc larger than the block just
+ * freed, or a late one, breaks the run. */
+static void callocs_right_after_frees_leave_the_thread_asleep(void **state)
+{
+	(void)state;
+	for (int i = 0; i < HZ_ROTATION_RUN; i++) {
+		assert_int_equal(free_of(i % 2 ? 8 * MiB : 6 * MiB), HZ_ROT_FREE_KEEP);
+		assert_false(calloc_after(6 * MiB, 5000));
+	}
+	assert_int_equal(free_of(8 * MiB), HZ_ROT_FREE_AT_ONCE);
+	assert_false(calloc_after(16 * MiB, 5000)); /* larger than the block freed */
+	assert_int_equal(free_of(8 * MiB), HZ_ROT_FREE_KEEP);
+	for (int i = 0; i < HZ_ROTATION_RUN; i++) {
+		assert_int_equal(free_of(16 * MiB), HZ_ROT_FREE_KEEP);
+		assert_false(calloc_after(6 * MiB, i == 3 ? 2 * HZ_THREAD_WAKE_NS : 5000));
+	}
+	/* The fourth came late: only four in a row since. */
+	assert_int_equal(free_of(16 * MiB), HZ_ROT_FREE_KEEP);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -240,6 +283,8 @@ int main(void)
 		cmocka_unit_test_setup(
 			the_clean_target_is_eight_of_the_largest_calloc_and_fades_when_met, reset),
 		cmocka_unit_test_setup(a_spare_is_a_guess_tried_only_up_to_64_mib, reset),
+		cmocka_unit_test_setup(
+			callocs_right_after_frees_leave_the_thread_asleep, reset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -36,13 +36,13 @@ static struct hz_class_rotation *row(size_t bytes)
 static bool calloc_after(unsigned period_ms, enum hz_rotation_served how)
 {
 	clock_ns += period_ms * MS;
-	return hz_rotation_calloc(row(SIZE), clock_ns, how, 0, true);
+	return hz_rotation_calloc(row(SIZE), clock_ns, how, 0, period_ms * MS, true);
 }
 
 /* A free of SIZE's last block, now: what the rotation makes of it. */
 static enum hz_rotation_free free_now(void)
 {
-	return hz_rotation_freed(row(SIZE), 0x40000000, clock_ns);
+	return hz_rotation_freed(row(SIZE), 0x40000000, clock_ns, false);
 }
 
 /* Callocs that cleared, 5 ms apart, as many as a trial waits for (the
@@ -116,10 +116,10 @@ static void a_broken_run_and_other_classes_start_no_trial(void **state)
 	for (int i = 0; i < FIRST_RUN; i++)
 		assert_false(calloc_after(5, HZ_ROT_CLEARS));
 	/* A class of its own: 8 MiB's has seen nothing. */
-	assert_false(hz_rotation_calloc(row(8 * MiB), clock_ns, HZ_ROT_CLEARS, 0, true));
+	assert_false(hz_rotation_calloc(row(8 * MiB), clock_ns, HZ_ROT_CLEARS, 0, UINT64_MAX, true));
 	/* Without the thread nobody would clear the span left behind. */
 	clock_ns += 5 * MS;
-	assert_false(hz_rotation_calloc(row(SIZE), clock_ns, HZ_ROT_CLEARS, 0, false));
+	assert_false(hz_rotation_calloc(row(SIZE), clock_ns, HZ_ROT_CLEARS, 0, UINT64_MAX, false));
 	/* Nor is a spare offered to a calloc that did not clear, however
 	 * ripe its class; it breaks the run. */
 	assert_false(calloc_after(5, HZ_ROT_CLEAN));
@@ -139,15 +139,18 @@ static void a_dirty_span_clears_when_it_is_the_block_freed_last(void **state)
 	/* Another block's dirty span (many blocks freed in turn, which a
 	 * spare does not help), and one in a class that freed nothing: no
 	 * spare, and SIZE's run is broken. */
-	assert_false(hz_rotation_calloc(row(8 * MiB), clock_ns, HZ_ROT_DIRTY, 0x40000000, true));
+	assert_false(hz_rotation_calloc(row(8 * MiB), clock_ns, HZ_ROT_DIRTY, 0x40000000,
+					UINT64_MAX, true));
 	clock_ns += 5 * MS;
-	assert_false(hz_rotation_calloc(row(SIZE), clock_ns, HZ_ROT_DIRTY, 0x48000000, true));
+	assert_false(hz_rotation_calloc(row(SIZE), clock_ns, HZ_ROT_DIRTY, 0x48000000, UINT64_MAX,
+					true));
 	for (int i = 0; i < FIRST_RUN; i++)
 		assert_false(calloc_after(5, HZ_ROT_CLEARS));
 	/* The block freed last, asked for in its class by another size. */
 	assert_int_equal(free_now(), HZ_ROT_FREE_KEEP);
 	clock_ns += 5 * MS;
-	assert_true(hz_rotation_calloc(row(SIZE + MiB), clock_ns, HZ_ROT_DIRTY, 0x40000000, true));
+	assert_true(hz_rotation_calloc(row(SIZE + MiB), clock_ns, HZ_ROT_DIRTY, 0x40000000,
+				       UINT64_MAX, true));
 }
 
 /* A free of SIZE, then its class's calloc after_us later: what the
@@ -159,7 +162,8 @@ static enum hz_rotation_free free_then_calloc(unsigned after_us)
 	clock_ns += 1000 * 1000ull; /* the program's write: 1 ms */
 	verdict = free_now();
 	clock_ns += after_us * 1000ull;
-	assert_false(hz_rotation_calloc(row(SIZE), clock_ns, HZ_ROT_CLEARS, 0, true));
+	assert_false(hz_rotation_calloc(row(SIZE), clock_ns, HZ_ROT_CLEARS, 0, after_us * 1000ull,
+					true));
 	return verdict;
 }
 
@@ -171,7 +175,8 @@ static void callocs_right_after_their_frees_leave_the_thread_asleep(void **state
 	/* RUN callocs came right after their frees: the next free lets the
 	 * thread sleep, in their class only. Its calloc comes 100 us later,
 	 * when the thread could have cleared 2 MiB. */
-	assert_int_equal(hz_rotation_freed(row(8 * MiB), 0x50000000, clock_ns), HZ_ROT_FREE_KEEP);
+	assert_int_equal(hz_rotation_freed(row(8 * MiB), 0x50000000, clock_ns, false),
+			 HZ_ROT_FREE_KEEP);
 	assert_int_equal(free_then_calloc(100), HZ_ROT_FREE_AT_ONCE);
 	for (int i = 0; i < RUN; i++)
 		assert_int_equal(free_then_calloc(19), HZ_ROT_FREE_KEEP);
