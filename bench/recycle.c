@@ -23,13 +23,15 @@
  *                                 over a random 10-100 % prefix; LIVE blocks
  *                                 live at a time, the one freed next picked
  *                                 at random: total ms, every free included
- *   recycle grow SIZE N [SEED]    N x (calloc SIZE, memset every byte, one
+ *   recycle grow SIZE N [THREADS] N x (calloc SIZE, memset every byte, one
  *                                 time in three realloc to twice SIZE and
- *                                 write its last byte, free): ms per
- *                                 cycle, the first included. A block
- *                                 rounded up from a larger freed one, then
- *                                 grown: where the rest went decides
- *                                 whether the growth is fresh memory
+ *                                 write its last byte, free), in each of
+ *                                 THREADS threads (default 1): ms per
+ *                                 cycle of one thread, the first included.
+ *                                 A block rounded up from a larger freed
+ *                                 one, then grown: where the rest went
+ *                                 decides whether the growth is fresh
+ *                                 memory
  *
  * Every cycle's calloc and free stay: an empty asm that takes the pointer
  * and clobbers memory makes the compiler assume the block is read, so it
@@ -51,6 +53,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -317,14 +320,19 @@ static int mixed(size_t n, size_t min, size_t max, size_t live, uint64_t seed)
 
 /* ---- calloc, then realloc to twice the size one time in three ---- */
 
-static int grow(size_t size, size_t n, uint64_t seed)
-{
-	uint64_t s = seed ? seed : 0x9e3779b97f4a7c15u, t0 = now_ns();
-	size_t grown = 0;
-	char param[48], sz[24];
+struct grower {
+	pthread_t tid;
+	size_t size, n, grown;
+	uint64_t seed;
+};
 
-	snprintf(param, sizeof param, "%s", size_str(size, sz, sizeof sz));
-	for (size_t i = 0; i < n; i++) {
+static void *grow_loop(void *arg)
+{
+	struct grower *g = arg;
+	uint64_t s = g->seed;
+	size_t size = g->size;
+
+	for (size_t i = 0; i < g->n; i++) {
 		unsigned char *p = calloc(size, 1);
 
 		if (!p)
@@ -337,15 +345,38 @@ static int grow(size_t size, size_t n, uint64_t seed)
 				die("realloc failed");
 			p = q;
 			p[2 * size - 1] = 1;
-			grown++;
+			g->grown++;
 		}
 		ESCAPE(p);
 		free(p);
+	}
+	return NULL;
+}
+
+static int grow(size_t size, size_t n, size_t threads)
+{
+	struct grower *g = calloc(threads, sizeof(*g));
+	uint64_t t0 = now_ns();
+	size_t grown = 0;
+	char param[48], sz[24];
+
+	if (!g || threads == 0)
+		die("grow: need 1 or more threads");
+	snprintf(param, sizeof param, "%sx%zu", size_str(size, sz, sizeof sz), threads);
+	for (size_t t = 0; t < threads; t++) {
+		g[t] = (struct grower){ .size = size, .n = n, .seed = 0x9e3779b97f4a7c15u + t };
+		if (pthread_create(&g[t].tid, NULL, grow_loop, &g[t]) != 0)
+			die("pthread_create failed");
+	}
+	for (size_t t = 0; t < threads; t++) {
+		pthread_join(g[t].tid, NULL);
+		grown += g[t].grown;
 	}
 	printf("result,grow,%s,ms_per_cycle,%.4f\n", param,
 	       (double)(now_ns() - t0) / 1e6 / (double)n);
 	printf("phase,grow,%s,grown,%zu\n", param, grown);
 	report_mem("grow", param);
+	free(g);
 	return 0;
 }
 
@@ -367,9 +398,9 @@ int main(int argc, char **argv)
 			     parse_size(argv[5]), argc == 7 ? strtoull(argv[6], NULL, 0) : 0);
 	if (strcmp(w, "grow") == 0 && (argc == 4 || argc == 5))
 		return grow(parse_size(argv[2]), parse_size(argv[3]),
-			    argc == 5 ? strtoull(argv[4], NULL, 0) : 0);
+			    argc == 5 ? parse_size(argv[4]) : 1);
 	fprintf(stderr,
 		"usage: %s cycle SIZE N all|first | floor SIZE N thp|4k | "
-		"mixed N MIN MAX LIVE [SEED] | grow SIZE N [SEED]\n", argv[0]);
+		"mixed N MIN MAX LIVE [SEED] | grow SIZE N [THREADS]\n", argv[0]);
 	return 2;
 }
