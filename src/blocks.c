@@ -467,7 +467,7 @@ void hz_blocks_retire(void *p, struct hz_span *span)
  * data. The span must lie in one region on granule boundaries, its first
  * and last granules be claimed (read under the lock: other claims change
  * the same bitmap words), and its block not be live already. */
-static struct hz_block_region *check_hand_out(const struct hz_span *span)
+struct hz_block_region *hz_blocks_check_hand_out(const struct hz_span *span)
 {
 	uintptr_t start = span->range.start, end = span->range.end;
 	size_t granules = hz_span_granules(span);
@@ -494,7 +494,7 @@ static struct hz_block_region *check_hand_out(const struct hz_span *span)
 
 void hz_blocks_revive(const struct hz_span *span)
 {
-	struct hz_block_region *r = check_hand_out(span);
+	struct hz_block_region *r = hz_blocks_check_hand_out(span);
 	struct block_meta *m = &r->meta[hz_region_index(r, span->range.start)];
 
 	m->granules = (uint32_t)hz_span_granules(span);
@@ -548,7 +548,7 @@ int hz_blocks_absorb(void *p, const struct hz_span *span)
 	if (span->range.start != end || span->backing != (enum hz_backing)m->backing ||
 	    region_of(end) != r)
 		return -EINVAL;
-	check_hand_out(span);
+	hz_blocks_check_hand_out(span);
 	m->granules += (uint32_t)hz_span_granules(span);
 	hz_blocks_count_live((int64_t)hz_span_bytes(span));
 	return 0;

@@ -143,6 +143,14 @@ size_t hz_blocks_usable(const void *p);
 /* The range and backing of the live block at p. */
 void hz_blocks_live_span(const void *p, struct hz_span *out);
 
+/* Move the live block at p onto the front of span, claimed and not live
+ * (a cached span taken from the recycler's table), larger than the block
+ * and of its backing: the block's pages replace the span's front, the
+ * span's tail keeps its pages, nothing fresh is mapped, and the block's
+ * old place is given back. Returns 0 with *out set, or a negative errno
+ * value with the block and the span unchanged. */
+int hz_blocks_move_into(void *p, const struct hz_span *span, void **out);
+
 /* Make span, claimed and not live (a cached span taken from the
  * recycler's table), the tail of the live block at p, which it must
  * follow in the block's region with the block's backing: its pages stay

@@ -50,6 +50,11 @@ void hz_blocks_unclaim(struct hz_block_region *r, size_t first, size_t n);
  * they stay claimed for good, so no block is ever mapped over it. */
 void hz_blocks_unclaim_after(int err, struct hz_block_region *r, size_t first, size_t n);
 
+/* Stops the program unless span is one the recycler may hand out: in one
+ * region on granule boundaries, claimed, its block not live (blocks.c).
+ * Returns its region. */
+struct hz_block_region *hz_blocks_check_hand_out(const struct hz_span *span);
+
 /* Give [start, start + len) back to its region (reset if foreign) and its
  * granules back to the bitmap. */
 void hz_blocks_release_range(uintptr_t start, size_t len);

@@ -119,36 +119,22 @@ static int move_pages(uintptr_t start, size_t len, uintptr_t new_addr, bool *hol
 	return ret;
 }
 
-/* Move the block's page tables to a new, larger place (in any region): map
- * the new tail there, then move the pages (move_pages). With
+/* Move the pages of the block old at from, old_g granules, onto the
+ * claimed place to, whose granules past old_g are mapped already (with
  * MREMAP_DONTUNMAP no step opens a hole in a region: the kernel could
  * place another mapping in one, and we would take the pointers into it
- * for ours (free would stop the program). */
-static int move_block(struct place from, size_t old_g, size_t new_g, size_t unit, struct tail t,
-		      struct block_meta *old, struct place *out)
+ * for ours, and free would stop the program), and give the old place
+ * back. Returns 0, or the error with nothing moved. */
+static int move_onto(struct place from, size_t old_g, struct place to, struct block_meta *old)
 {
 	uintptr_t start = place_addr(from);
 	size_t old_len = old_g * HZ_GRANULE;
 	bool foreign = hz_blocks_foreign_range(start, old_len);
-	struct place to;
 	bool hole;
-	int ret;
+	int ret = move_pages(start, old_len, place_addr(to), &hole);
 
-	ret = hz_blocks_claim(new_g, unit / HZ_GRANULE, &to.r, &to.first);
 	if (ret != 0)
 		return ret;
-	ret = map_tail(place_addr(to) + old_len, old_g, new_g, t);
-	if (ret != 0) {
-		hz_blocks_unclaim(to.r, to.first, old_g);
-		hz_blocks_unclaim_after(ret, to.r, to.first + old_g, new_g - old_g);
-		return ret;
-	}
-	ret = move_pages(start, old_len, place_addr(to), &hole);
-	if (ret != 0) {
-		hz_blocks_release_range(place_addr(to) + old_len, (new_g - old_g) * HZ_GRANULE);
-		hz_blocks_unclaim(to.r, to.first, old_g);
-		return ret;
-	}
 	retire_old_place(old);
 	if (!hole) {
 		hz_blocks_release_range(start, old_len);
@@ -163,7 +149,60 @@ static int move_block(struct place from, size_t old_g, size_t new_g, size_t unit
 	 * mark moves too: claiming the new place cleared it. */
 	if (foreign)
 		hz_blocks_mark_foreign(place_addr(to), old_len);
+	return 0;
+}
+
+/* Move the block's page tables to a new, larger place (in any region):
+ * claim it, map the new tail there, then move the pages onto its front. */
+static int move_block(struct place from, size_t old_g, size_t new_g, size_t unit, struct tail t,
+		      struct block_meta *old, struct place *out)
+{
+	size_t old_len = old_g * HZ_GRANULE;
+	struct place to;
+	int ret;
+
+	ret = hz_blocks_claim(new_g, unit / HZ_GRANULE, &to.r, &to.first);
+	if (ret != 0)
+		return ret;
+	ret = map_tail(place_addr(to) + old_len, old_g, new_g, t);
+	if (ret != 0) {
+		hz_blocks_unclaim(to.r, to.first, old_g);
+		hz_blocks_unclaim_after(ret, to.r, to.first + old_g, new_g - old_g);
+		return ret;
+	}
+	ret = move_onto(from, old_g, to, old);
+	if (ret != 0) {
+		hz_blocks_release_range(place_addr(to) + old_len, (new_g - old_g) * HZ_GRANULE);
+		hz_blocks_unclaim(to.r, to.first, old_g);
+		return ret;
+	}
 	*out = to;
+	return 0;
+}
+
+int hz_blocks_move_into(void *p, const struct hz_span *span, void **out)
+{
+	struct hz_block_region *r;
+	struct block_meta *m = hz_blocks_live(p, "realloc", &r);
+	struct place from = { r, hz_region_index(r, (uintptr_t)p) }, to;
+	size_t old_g = m->granules, new_g = hz_span_granules(span);
+	enum hz_backing backing = (enum hz_backing)m->backing;
+
+	if (new_g <= old_g || span->backing != backing)
+		return -EINVAL;
+	to.r = hz_blocks_check_hand_out(span);
+	to.first = hz_region_index(to.r, span->range.start);
+	/* The span's front pages go (mremap unmaps what it moves onto), its
+	 * tail keeps its own: only the front is the block's. */
+	if (move_onto(from, old_g, to, m) != 0)
+		return -ENOMEM;
+	m = &to.r->meta[to.first];
+	m->granules = (uint32_t)new_g;
+	m->backing = (uint8_t)backing;
+	__atomic_store_n(&m->live, 1, __ATOMIC_RELEASE);
+	hz_blocks_count_live((int64_t)((new_g - old_g) * HZ_GRANULE));
+	hz_stats_add(realloc_moved, 1);
+	*out = (void *)span->range.start;
 	return 0;
 }
 

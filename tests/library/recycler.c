@@ -384,6 +384,45 @@ static void a_realloc_grows_into_the_kept_span_after_it(void **state)
 	assert_int_equal(__atomic_load_n(&hz_stats.cache_bytes, __ATOMIC_RELAXED), 8 * MiB);
 }
 
+/* A realloc whose block is followed by a live one moves the block onto
+ * the front of a kept span that holds the new size: the span's tail keeps
+ * its pages (they still hold what its last owner wrote), no fresh memory
+ * is mapped, and the wasteful rest of the span stays in the table. Run as
+ * library_grow_kept is. */
+static void a_realloc_moves_onto_a_kept_span_that_fits(void **state)
+{
+	uint64_t moved0 = __atomic_load_n(&hz_stats.realloc_moved, __ATOMIC_RELAXED), fresh;
+	unsigned char *q = hz_preload_malloc(4 * MiB), *guard = hz_preload_malloc(2 * MiB);
+	unsigned char *kept = hz_preload_malloc(10 * MiB), *r;
+
+	(void)state;
+	assert_non_null(q);
+	assert_non_null(guard);
+	assert_non_null(kept);
+	if (guard != q + 4 * MiB)
+		fail_msg("the test's layout: the 2 MiB block is at %p, not right after %p",
+			 (void *)guard, (void *)q);
+	memset(kept, DIRTY, 10 * MiB);
+	escape(kept);
+	hz_preload_free(kept);
+	for (size_t off = 0; off < 4 * MiB; off += 4096)
+		q[off] = (unsigned char)(off >> 12);
+	fresh = fresh_bytes();
+	r = hz_preload_realloc(q, 8 * MiB);
+	assert_ptr_equal(r, kept);
+	assert_int_equal(__atomic_load_n(&hz_stats.realloc_moved, __ATOMIC_RELAXED), moved0 + 1);
+	assert_int_equal(fresh_bytes(), fresh);
+	assert_int_equal(__atomic_load_n(&hz_stats.cache_bytes, __ATOMIC_RELAXED), 2 * MiB);
+	for (size_t off = 0; off < 4 * MiB; off += 4096)
+		if (r[off] != (unsigned char)(off >> 12))
+			fail_msg("the moved block lost the byte at %zu", off);
+	assert_int_equal(r[6 * MiB], DIRTY); /* the span's tail kept its pages */
+	memset(r, 1, 8 * MiB);
+	escape(r);
+	hz_preload_free(r);
+	hz_preload_free(guard);
+}
+
 /* The earlier peak leaves room for the calloc's block only where the
  * process holds little besides its blocks: ThreadSanitizer's shadow
  * memory, resident beside every byte written, is the process's memory too
@@ -844,6 +883,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(fork_while_prezeroing_keeps_calloc_zero),
 		cmocka_unit_test(a_miss_grows_the_largest_smaller_kept_block),
 		cmocka_unit_test(a_realloc_grows_into_the_kept_span_after_it),
+		cmocka_unit_test(a_realloc_moves_onto_a_kept_span_that_fits),
 		cmocka_unit_test(a_grown_tail_follows_its_front),
 		cmocka_unit_test(a_kept_block_goes_before_a_new_peak),
 		cmocka_unit_test(a_kept_block_stays_below_an_earlier_peak),
