@@ -408,15 +408,6 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 	return grows ? grow_kept(size, align, out) : 0;
 }
 
-/* A realloc that grows a block first claims the kept span right after
- * it: a request served by a larger span put the rest back in the table
- * (hz_cache_take), and growing the block then found those granules
- * claimed, moved it to a fresh place and faulted that in: 615 moves in
- * 2000 cycles of calloc 4 MiB, write, realloc to 8 MiB one time in
- * three, free (bench/RESULTS.md, "a calloc right after a free, and
- * realloc into the kept span"). The span's bytes need not be zero:
- * realloc's growth is uninitialised. Only spans of granule pages, as a
- * miss grows one (hz_cache_serve). true: the block holds size bytes now. */
 /* A span of the table for a realloc growing block to size bytes: the
  * one right after the block (after: true), else one that holds size
  * bytes, a dirty one first (hz_cache_pick), of the block's backing. */
