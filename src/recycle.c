@@ -459,6 +459,10 @@ static bool grow_into_kept(void *p, size_t size, void **out)
 	struct hz_cache_entry e;
 	struct hz_span block;
 
+	/* Larger than any block: rounded up to granules, the size would wrap
+	 * to one a cached span fits (as in hz_recycle_alloc). */
+	if (size > HZ_BLOCK_MAX)
+		return false;
 	hz_blocks_live_span(p, &block);
 	if ((block.backing != HZ_BACKING_SMALL && block.backing != HZ_BACKING_THP) ||
 	    hz_cache_policy()->cache_max == 0)

@@ -419,8 +419,71 @@ static void a_realloc_moves_onto_a_kept_span_that_fits(void **state)
 	assert_int_equal(r[6 * MiB], DIRTY); /* the span's tail kept its pages */
 	memset(r, 1, 8 * MiB);
 	escape(r);
+	/* A size no block can have fails, block and table unchanged (rounded
+	 * up to granules it would wrap to one the kept span fits). */
+	errno = 0;
+	assert_null(hz_preload_realloc(r, SIZE_MAX));
+	assert_int_equal(errno, ENOMEM);
+	assert_null(hz_preload_realloc(r, SIZE_MAX - 4 * MiB));
+	assert_int_equal(__atomic_load_n(&hz_stats.cache_bytes, __ATOMIC_RELAXED), 2 * MiB);
+	assert_true(hz_preload_malloc_usable_size(r) >= 8 * MiB);
+	assert_int_equal(r[8 * MiB - 1], 1);
+	q = hz_preload_malloc(2 * MiB); /* the kept rest, whole */
+	assert_ptr_equal(q, r + 8 * MiB);
+	hz_preload_free(q);
 	hz_preload_free(r);
 	hz_preload_free(guard);
+}
+
+static unsigned char *written(size_t size, int byte)
+{
+	unsigned char *p = hz_preload_malloc(size);
+
+	assert_non_null(p);
+	memset(p, byte, size);
+	escape(p);
+	return p;
+}
+
+/* A realloc to a size no block can have fails and leaves the table as it
+ * was. Rounded up to granules such a size wraps to one every kept span
+ * fits: the realloc took a span, split off an empty front, and put that
+ * back; beside a lazily freed rest it could not merge, and a later miss
+ * handed the empty span out, which stopped the program. The kept span is
+ * made lazy by the thread once idle a second (HZ_UNREUSED_NS). */
+static void a_realloc_too_large_leaves_the_table_whole(void **state)
+{
+	uint64_t lazy0;
+	unsigned char *a, *g, *b, *g2, *c, *d;
+
+	(void)state;
+	for (int i = 0; i < 6; i++) /* a class that shows reuse: the thread runs */
+		hz_preload_free(written(10 * MiB, 9));
+	a = written(4 * MiB, 1);
+	g = written(2 * MiB, 1);
+	b = written(10 * MiB, 2);
+	g2 = written(2 * MiB, 1);
+	lazy0 = __atomic_load_n(&hz_stats.cache_lazy_bytes, __ATOMIC_RELAXED);
+	hz_preload_free(b);
+	for (int ms = 0; ms < 5000 && __atomic_load_n(&hz_stats.cache_lazy_bytes,
+						      __ATOMIC_RELAXED) == lazy0; ms += 10)
+		hz_prim_sleep_ns(10 * 1000 * 1000);
+	if (__atomic_load_n(&hz_stats.cache_lazy_bytes, __ATOMIC_RELAXED) == lazy0) {
+		print_message("[  SKIP    ] the kept block was not made lazy within 5 s\n");
+		skip();
+	}
+	errno = 0;
+	assert_null(hz_preload_realloc(a, SIZE_MAX));
+	assert_int_equal(errno, ENOMEM);
+	assert_int_equal(a[4 * MiB - 1], 1);
+	c = written(10 * MiB, 3);
+	d = written(20 * MiB, 4); /* a miss: grown from the largest smaller span */
+	hz_preload_free(c);
+	hz_preload_free(d);
+	hz_preload_free(written(40 * MiB, 5));
+	hz_preload_free(a);
+	hz_preload_free(g);
+	hz_preload_free(g2);
 }
 
 /* The earlier peak leaves room for the calloc's block only where the
@@ -884,6 +947,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(a_miss_grows_the_largest_smaller_kept_block),
 		cmocka_unit_test(a_realloc_grows_into_the_kept_span_after_it),
 		cmocka_unit_test(a_realloc_moves_onto_a_kept_span_that_fits),
+		cmocka_unit_test(a_realloc_too_large_leaves_the_table_whole),
 		cmocka_unit_test(a_grown_tail_follows_its_front),
 		cmocka_unit_test(a_kept_block_goes_before_a_new_peak),
 		cmocka_unit_test(a_kept_block_stays_below_an_earlier_peak),
