@@ -256,6 +256,9 @@ size_t hz_cache_granules_for(size_t size, enum hz_backing backing)
 	size_t unit = hz_backing_page(backing) > HZ_GRANULE ? hz_backing_page(backing)
 							    : HZ_GRANULE;
 
+	/* Rounded up, a size near SIZE_MAX would wrap to one any span fits. */
+	if (size > HZ_BLOCK_MAX)
+		return SIZE_MAX / HZ_GRANULE;
 	return hz_align_up(size, unit) / HZ_GRANULE;
 }
 

@@ -156,7 +156,8 @@ void hz_cache_hold_probes(struct hz_cache *c, bool (*hold)(void));
 void hz_cache_batch_put(const struct hz_cache *c, struct hz_cache_batch *b,
 			const struct hz_span *s);
 
-/* Granules a span of this backing must give for size bytes. */
+/* Granules a span of this backing must give for size bytes; more than any
+ * span has for a size above HZ_BLOCK_MAX. */
 size_t hz_cache_granules_for(size_t size, enum hz_backing backing);
 
 /* Whether s can serve size bytes aligned to align (0: any). */

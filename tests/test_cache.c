@@ -124,6 +124,9 @@ static void pick_needs_the_size_in_whole_pages_and_the_alignment(void **state)
 	/* 1 GiB pages: a request rounds up to whole 1 GiB pages */
 	assert_int_equal(hz_cache_granules_for(G + 1, HZ_BACKING_HUGETLB1G), HZ_SZ_1G / G);
 	assert_int_equal(hz_cache_granules_for(G + 1, HZ_BACKING_THP), 2);
+	/* Sizes no block can have, whose rounding would wrap, fit nothing. */
+	assert_int_equal(-1, hz_cache_pick(&cache, SIZE_MAX, 0, false, true, NULL));
+	assert_int_equal(-1, hz_cache_pick(&cache, SIZE_MAX - G + 2, 0, false, true, NULL));
 }
 
 /* A request's look decays first; its serve at a miss takes the largest
