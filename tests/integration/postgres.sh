@@ -7,7 +7,9 @@
 # join, a CREATE TABLE AS, and an index build with 1 GB
 # maintenance_work_mem, then read everything back. initdb's exit status and
 # output and the query output must match glibc's byte for byte, the server
-# log and the programs' stderr must hold no FATAL, PANIC or hugezero line,
+# log and the programs' stderr must hold no FATAL, PANIC or hugezero line
+# (but the one a backend still ending after psql left logs when the fast
+# shutdown ends it: seen once in the glibc run on a loaded machine),
 # and hugezero must have served large requests in PostgreSQL's processes
 # (its JSON stats, one file per process). Each step has a timeout, and the
 # server is killed if pg_ctl cannot stop it: a program that hangs fails the
@@ -185,6 +187,7 @@ fi
 for mode in glibc preload; do
 	[ -f "$work/$mode/initdb.log" ] || continue
 	if cat "$work/$mode"/{initdb.log,log,psql.err} 2>/dev/null |
+		grep -v 'FATAL:  terminating connection due to administrator command' |
 		grep -E 'FATAL|PANIC|hugezero: ' >"$work/$mode/bad"; then
 		echo "FAIL the $mode run's server log or stderr:"
 		head -5 "$work/$mode/bad" | sed 's/^/  | /'
