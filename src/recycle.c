@@ -409,10 +409,11 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 }
 
 /* A span of the table for a realloc growing block to size bytes: the
- * one right after the block (after: true), else one that holds size
- * bytes, a dirty one first (hz_cache_pick), of the block's backing. */
-static bool kept_for_growth(const struct hz_span *block, size_t size, bool after,
-			    struct hz_cache_entry *e)
+ * one right after the block, its tail's bytes (*after true), else one
+ * that holds size bytes, a dirty one first (hz_cache_pick), of the
+ * block's backing. */
+static bool kept_for_growth(const struct hz_span *block, size_t size, struct hz_cache_entry *e,
+			    bool *after)
 {
 	struct hz_cache_batch b = { .count = 0 };
 	size_t more = size - hz_span_bytes(block);
@@ -421,17 +422,15 @@ static bool kept_for_growth(const struct hz_span *block, size_t size, bool after
 
 	if (!c)
 		return false;
-	if (after) {
-		i = hz_cache_find_at(c, block->range.end, block->backing);
-		if (i >= 0 && !hz_cache_fits(&c->entries[i].span, more, 0))
-			i = -1;
-	} else {
+	i = hz_cache_find_at(c, block->range.end, block->backing);
+	*after = i >= 0 && hz_cache_fits(&c->entries[i].span, more, 0);
+	if (!*after) {
 		i = hz_cache_pick(c, size, 0, false, true, NULL);
 		if (i >= 0 && c->entries[i].span.backing != block->backing)
 			i = -1;
 	}
 	if (i >= 0)
-		*e = hz_cache_take(c, (unsigned)i, after ? more : size, &b);
+		*e = hz_cache_take(c, (unsigned)i, *after ? more : size, &b);
 	hz_prezero_leave();
 	hz_prezero_release(&b);
 	if (i >= 0 && !hz_blocks_reusable(&e->span)) {
@@ -458,6 +457,7 @@ static bool grow_into_kept(void *p, size_t size, void **out)
 	struct hz_cache_batch b = { .count = 0 };
 	struct hz_cache_entry e;
 	struct hz_span block;
+	bool after;
 
 	/* Larger than any block: rounded up to granules, the size would wrap
 	 * to one a cached span fits (as in hz_recycle_alloc). */
@@ -465,27 +465,19 @@ static bool grow_into_kept(void *p, size_t size, void **out)
 		return false;
 	hz_blocks_live_span(p, &block);
 	if ((block.backing != HZ_BACKING_SMALL && block.backing != HZ_BACKING_THP) ||
-	    hz_cache_policy()->cache_max == 0)
+	    hz_cache_policy()->cache_max == 0 || !kept_for_growth(&block, size, &e, &after))
 		return false;
-	if (kept_for_growth(&block, size, true, &e)) {
-		if (hz_blocks_absorb(p, &e.span) == 0) {
-			hz_stats_add(realloc_in_place, 1);
-			note_live_peak();
-			*out = p;
-			return true;
-		}
-		keep_again(&e.span, e.clean, &b); /* in another region */
+	if (after && hz_blocks_absorb(p, &e.span) == 0) {
+		hz_stats_add(realloc_in_place, 1);
+		*out = p;
+	} else if (after || hz_blocks_move_into(p, &e.span, out) != 0) {
+		/* After it in another region, or no move: the span stays kept. */
+		keep_again(&e.span, e.clean, &b);
 		hz_prezero_release(&b);
-	}
-	if (!kept_for_growth(&block, size, false, &e))
 		return false;
-	if (hz_blocks_move_into(p, &e.span, out) == 0) {
-		note_live_peak();
-		return true;
 	}
-	keep_again(&e.span, e.clean, &b);
-	hz_prezero_release(&b);
-	return false;
+	note_live_peak();
+	return true;
 }
 
 int hz_recycle_resize(void *p, size_t size, void **out)
