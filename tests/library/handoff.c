@@ -354,14 +354,18 @@ static void malloc_takes_its_part_of_a_merged_span_being_zeroed(void **state)
 	r = malloc_after_the_hold(size, p, &late);
 	/* The rest goes back to the table, unless the thread was in its turn
 	 * there at that moment: then it is given back (recycle.c,
-	 * put_back_rest), and the next malloc maps it afresh. Seen once in
-	 * CI under qemu-aarch64, with both tests of the suite running. */
+	 * put_back_rest), and the next malloc misses. Seen under
+	 * qemu-aarch64 in CI, with both tests of the suite running; that
+	 * miss may then grow the 4 MiB block the thread zeroed first (a miss
+	 * grows the largest smaller kept block), so it need not land at q. */
 	given_back = hz_stats.cache_released_bytes - released >= size;
 	if (!late) { /* the rest, q's part, is in the table or given back */
 		hits = hz_stats.cache_hits;
 		misses = hz_stats.cache_misses;
 		s = hz_preload_malloc(size);
-		assert_ptr_equal(s, q);
+		assert_non_null(s);
+		if (!given_back)
+			assert_ptr_equal(s, q);
 		assert_int_equal(hz_stats.cache_hits, hits + !given_back);
 		assert_int_equal(hz_stats.cache_misses, misses + given_back);
 		printf("# %s\n", given_back ? "taken from the thread, the rest given back"
