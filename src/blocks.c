@@ -539,21 +539,6 @@ void hz_blocks_live_span(const void *p, struct hz_span *out)
 	out->backing = (enum hz_backing)m->backing;
 }
 
-int hz_blocks_absorb(void *p, const struct hz_span *span)
-{
-	struct hz_block_region *r;
-	struct block_meta *m = hz_blocks_live(p, "realloc", &r);
-	uintptr_t end = (uintptr_t)p + (size_t)m->granules * HZ_GRANULE;
-
-	if (span->range.start != end || span->backing != (enum hz_backing)m->backing ||
-	    region_of(end) != r)
-		return -EINVAL;
-	hz_blocks_check_hand_out(span);
-	m->granules += (uint32_t)hz_span_granules(span);
-	hz_blocks_count_live((int64_t)hz_span_bytes(span));
-	return 0;
-}
-
 /* Claim granules [first + old_g, first + new_g) of r, right after a
  * block, if they are free. */
 int hz_blocks_claim_after(struct hz_block_region *r, size_t first, size_t old_g, size_t new_g)

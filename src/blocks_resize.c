@@ -1,6 +1,8 @@
 /* Realloc of a block, and a kept block grown at a miss (recycle.c): grow
- * or shrink in place, move the page tables, or (realloc only) copy. See
- * blocks.h for hz_blocks_resize and hz_blocks_grow. */
+ * or shrink in place, move the page tables, or (realloc only) copy; and
+ * a kept span taken in as a block's tail or moved onto
+ * (recycle_resize.c). See blocks.h for hz_blocks_resize, hz_blocks_grow,
+ * hz_blocks_move_into and hz_blocks_absorb. */
 #include "blocks.h"
 
 #include <errno.h>
@@ -295,5 +297,20 @@ int hz_blocks_resize(void *p, size_t size, void **out)
 			hz_stats_add(realloc_in_place, 1);
 	}
 	*out = (void *)start;
+	return 0;
+}
+
+int hz_blocks_absorb(void *p, const struct hz_span *span)
+{
+	struct hz_block_region *r;
+	struct block_meta *m = hz_blocks_live(p, "realloc", &r);
+	uintptr_t end = (uintptr_t)p + (size_t)m->granules * HZ_GRANULE;
+
+	if (span->range.start != end || span->backing != (enum hz_backing)m->backing ||
+	    hz_blocks_region_of(end) != r)
+		return -EINVAL;
+	hz_blocks_check_hand_out(span);
+	m->granules += (uint32_t)hz_span_granules(span);
+	hz_blocks_count_live((int64_t)hz_span_bytes(span));
 	return 0;
 }

@@ -6,7 +6,9 @@
  * blocks (blocks.h: fresh blocks, releasing). System calls (releasing
  * spans, zeroing) happen outside the guard. When the guard is refused (the
  * pre-zero thread was preempted in its turn at the table), a request is
- * served as if the cache were empty, or full for a free. */
+ * served as if the cache were empty, or full for a free. What a request
+ * may cost the cache is recycle_limits.c's, realloc's growth into kept
+ * memory recycle_resize.c's. */
 #include "recycle.h"
 
 #include <errno.h>
@@ -19,13 +21,14 @@
 #include "prezero.h"
 #include "prim/memory.h"
 #include "prim/prim.h"
+#include "recycle_impl.h"
 #include "rotation.h"
 #include "stats.h"
 #include "zero.h"
 
 /* A span that is not plain memory of ours any more (hz_blocks_reusable;
  * a hole hz_zero_choose found) is released, never handed out or zeroed. */
-static void give_back_foreign(const struct hz_span *span)
+void hz_recycle_give_back_foreign(const struct hz_span *span)
 {
 	hz_blocks_mark_foreign(span->range.start, hz_span_bytes(span));
 	hz_stats_add(cache_released_bytes, hz_span_bytes(span));
@@ -42,7 +45,7 @@ static int zero_dirty(struct hz_span *span, size_t dirty)
 	size_t written;
 
 	if (hz_zero_choose(span->range.start, dirty, hz_span_zero_how(span), &m) != 0) {
-		give_back_foreign(span);
+		hz_recycle_give_back_foreign(span);
 		return -EFAULT;
 	}
 	if (hz_prezero_zero_for_calloc(span, dirty, m, &written) != 0)
@@ -55,7 +58,7 @@ static int zero_dirty(struct hz_span *span, size_t dirty)
 
 /* A span taken from the table goes back into it, clean or not; what it
  * pushes out, the caller releases with b. */
-static void keep_again(const struct hz_span *span, bool clean, struct hz_cache_batch *b)
+void hz_recycle_keep_again(const struct hz_span *span, bool clean, struct hz_cache_batch *b)
 {
 	struct hz_cache_entry e = { .span = *span, .clean = clean, .idle_since = hz_prim_now_ns() };
 	struct hz_cache *c = hz_prezero_enter(b);
@@ -83,13 +86,13 @@ static void put_back_rest(struct hz_span *span, size_t *dirty, size_t size,
 	if (!hz_cache_trim(span, size, &rest))
 		return;
 	if (!hz_blocks_reusable(&rest)) { /* the caller releases its part too */
-		give_back_foreign(&rest);
+		hz_recycle_give_back_foreign(&rest);
 		return;
 	}
 	clean = *dirty <= hz_span_bytes(span); /* span is the part kept now */
 	if (!clean)
 		*dirty = hz_span_bytes(span);
-	keep_again(&rest, clean, b);
+	hz_recycle_keep_again(&rest, clean, b);
 }
 
 /* When this thread's last free that the ledger saw returned to the
@@ -189,118 +192,6 @@ static int from_cache(size_t size, size_t align, bool zero, enum hz_prezero_opt 
 	return 0;
 }
 
-static void add_resident(void *ctx, struct hz_range run, bool resident)
-{
-	if (resident)
-		*(size_t *)ctx += hz_range_len(run);
-}
-
-/* Before the program gets size bytes (a fresh block, or span from the
- * cache, which need not be resident: the pre-zero thread may have dropped
- * it, a program may never have written it), the cached blocks the memory
- * cgroup cannot hold beside what it will charge go first
- * (cache_policy.c): its faults must never meet a limit our cache filled. */
-static void make_room(size_t size, const struct hz_span *reused)
-{
-	struct hz_cache_batch b = { .count = 0 };
-	size_t excess = hz_cache_budget_excess(size, false), resident = 0;
-	uint64_t deadline = 0;
-	struct hz_cache *c;
-
-	/* The thread gives a span back within a unit's clear (a few ms on a
-	 * free core); a starved one may hold it longer, and the caller then
-	 * goes on rather than stall (the thread's own tick drops what no
-	 * longer fits). */
-	if (excess > 0)
-		deadline = hz_prim_now_ns() + hz_prezero_patience_ns(hz_cache_policy()->unit);
-	/* Tight: count what the reused span holds already (mincore). */
-	if (excess > 0 && reused != NULL &&
-	    hz_prim_residency(reused->range.start, hz_span_bytes(reused), add_resident, &resident) == 0)
-		excess = hz_cache_budget_excess(size - (resident < size ? resident : size), true);
-	/* Rounds: what is dropped may not have been resident, and the thread
-	 * may hold the table or the last span. Going on would fault the block
-	 * in over a cache the cgroup cannot hold beside it, and the kernel
-	 * kills at the limit; so the caller waits for the thread instead (the
-	 * sleep gives it the CPU: it runs at idle priority), until the
-	 * deadline, only under a limit. */
-	while (excess > 0 && hz_prim_now_ns() < deadline) {
-		size_t before, dropped;
-		struct hz_span held;
-
-		c = hz_prezero_enter(&b);
-		if (c == NULL) { /* the thread is in its turn at the table */
-			hz_prim_sleep_ns(HZ_THREAD_WAKE_NS);
-			continue;
-		}
-		before = c->bytes;
-		hz_cache_shrink(c, before > excess ? before - excess : 0, &b);
-		dropped = before - c->bytes;
-		if (dropped > 0) {
-			hz_prezero_leave();
-		} else if (hz_prezero_claim(&held, &before) == 0) { /* leaves the guard */
-			/* The table is empty: the pre-zero thread holds the rest. */
-			hz_cache_batch_put(c, &b, &held);
-			dropped = hz_span_bytes(&held);
-		}
-		hz_prezero_release(&b);
-		if (dropped == 0) { /* the thread is finishing a span: collected next round */
-			hz_prim_sleep_ns(HZ_THREAD_WAKE_NS);
-			continue; /* the cgroup is read again only after a drop (25-90 us) */
-		}
-		excess = hz_cache_budget_excess(size - (resident < size ? resident : size), true);
-	}
-	hz_prezero_release(&b);
-}
-
-/* Before fresh bytes are faulted in: the cached blocks that would take the
- * process past its own peak go first, oldest first (cache_policy.c). The
- * pre-zero thread holding the table or a span: they stay, this once. */
-static void stay_within_peak(size_t fresh)
-{
-	struct hz_cache_batch b = { .count = 0 };
-	size_t blocks, live, excess, before;
-	struct hz_cache *c;
-
-	if (!hz_cache_policy()->adapt || hz_cache_policy()->cache_max == 0)
-		return;
-	hz_blocks_live_totals(&blocks, &live);
-	excess = hz_cache_peak_excess(fresh, live);
-	if (excess == 0 || !(c = hz_prezero_enter(&b)))
-		return;
-	before = c->bytes;
-	hz_cache_shrink(c, before > excess ? before - excess : 0, &b);
-	hz_stats_add(cache_peak_bytes, before - c->bytes);
-	hz_prezero_leave();
-	hz_prezero_release(&b);
-}
-
-/* A request served by a cached span: a smaller one grows by fresh bytes;
- * a hit adds only to the live blocks, which the peak counts. */
-static void served_within_peak(const struct hz_span *span, size_t size)
-{
-	size_t blocks, live, have = hz_span_bytes(span);
-
-	if (have < size) {
-		stay_within_peak(size - have);
-		return;
-	}
-	if (!hz_cache_policy()->adapt)
-		return;
-	hz_blocks_live_totals(&blocks, &live);
-	hz_cache_peak_note(live + have);
-}
-
-/* Live blocks grew from cached memory (a realloc): the peak counts them. */
-static void note_live_peak(void)
-{
-	size_t blocks, live;
-
-	if (!hz_cache_policy()->adapt)
-		return;
-	hz_blocks_live_totals(&blocks, &live);
-	hz_cache_peak_note(live);
-}
-
 static void watch_block(uintptr_t start, size_t len)
 {
 	hz_prezero_watch(start, len, HZ_PROMOTE_BLOCK);
@@ -345,7 +236,7 @@ static int grow_kept(size_t size, size_t align, void **out)
 	/* No room to grow (vm.max_map_count, RLIMIT_DATA): the span is kept
 	 * for a request it fits, and the block is fresh if it can be. */
 	hz_blocks_retire(kept, &span);
-	keep_again(&span, false, &b);
+	hz_recycle_keep_again(&span, false, &b);
 	hz_prezero_release(&b);
 	return hz_blocks_alloc(size, align, out);
 }
@@ -379,14 +270,14 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 		hz_stats_add(cache_misses, 1);
 		/* The spare is a block more by design, on trial (rotation.h). */
 		if (ret != -EAGAIN)
-			stay_within_peak(size);
-		make_room(size, NULL);
+			hz_recycle_stay_within_peak(size);
+		hz_recycle_make_room(size, NULL);
 		return hz_blocks_alloc(size, align, out); /* fresh: zero */
 	}
 	/* Cached spans are never foreign, but the mark may have come while
 	 * one was cached (mlockall(MCL_CURRENT) locks those too). */
 	if (!hz_blocks_reusable(&span)) {
-		give_back_foreign(&span);
+		hz_recycle_give_back_foreign(&span);
 		return hz_blocks_alloc(size, align, out);
 	}
 	grows = hz_span_bytes(&span) < size; /* a smaller span, to grow */
@@ -394,102 +285,18 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 		hz_stats_add(cache_misses, 1);
 	else
 		hz_stats_add(cache_hits, 1);
-	served_within_peak(&span, size);
-	make_room(size, &span);
+	hz_recycle_served_within_peak(&span, size);
+	hz_recycle_make_room(size, &span);
 	if (zero && dirty > 0 && zero_dirty(&span, dirty) != 0)
 		return hz_blocks_alloc(size, align, out);
 	/* Zeroing marks a span in which a hole appeared meanwhile (zero.c). */
 	if (zero && dirty > 0 && !hz_blocks_reusable(&span)) {
-		give_back_foreign(&span);
+		hz_recycle_give_back_foreign(&span);
 		return hz_blocks_alloc(size, align, out);
 	}
 	hz_blocks_revive(&span);
 	*out = (void *)span.range.start;
 	return grows ? grow_kept(size, align, out) : 0;
-}
-
-/* A span of the table for a realloc growing block to size bytes: the
- * one right after the block, its tail's bytes (*after true), else one
- * that holds size bytes, a dirty one first (hz_cache_pick), of the
- * block's backing. */
-static bool kept_for_growth(const struct hz_span *block, size_t size, struct hz_cache_entry *e,
-			    bool *after)
-{
-	struct hz_cache_batch b = { .count = 0 };
-	size_t more = size - hz_span_bytes(block);
-	struct hz_cache *c = hz_prezero_enter(&b);
-	int i;
-
-	if (!c)
-		return false;
-	i = hz_cache_find_at(c, block->range.end, block->backing);
-	*after = i >= 0 && hz_cache_fits(&c->entries[i].span, more, 0);
-	if (!*after) {
-		i = hz_cache_pick(c, size, 0, false, true, NULL);
-		if (i >= 0 && c->entries[i].span.backing != block->backing)
-			i = -1;
-	}
-	if (i >= 0)
-		*e = hz_cache_take(c, (unsigned)i, *after ? more : size, &b);
-	hz_prezero_leave();
-	hz_prezero_release(&b);
-	if (i >= 0 && !hz_blocks_reusable(&e->span)) {
-		give_back_foreign(&e->span);
-		return false;
-	}
-	return i >= 0;
-}
-
-/* A realloc that grows a block takes kept memory before fresh memory.
- * First the kept span right after it, which becomes its tail in place: a
- * request served by a larger span put the rest back in the table
- * (hz_cache_take), and growing the block then found those granules
- * claimed, moved it to a fresh place and faulted that in: 615 moves in
- * 2000 cycles of calloc 4 MiB, write, realloc to 8 MiB one time in
- * three, free (bench/RESULTS.md, "a calloc right after a free, and
- * realloc into the kept span"). Else a kept span that holds the new size:
- * the block's pages move onto its front and its tail keeps its pages
- * (with 8 threads, another thread takes the span after the block first).
- * The span's bytes need not be zero: realloc's growth is uninitialised.
- * Only spans of granule pages, as a miss grows one (hz_cache_serve). */
-static bool grow_into_kept(void *p, size_t size, void **out)
-{
-	struct hz_cache_batch b = { .count = 0 };
-	struct hz_cache_entry e;
-	struct hz_span block;
-	bool after;
-
-	/* Larger than any block: rounded up to granules, the size would wrap
-	 * to one a cached span fits (as in hz_recycle_alloc). */
-	if (size > HZ_BLOCK_MAX)
-		return false;
-	hz_blocks_live_span(p, &block);
-	if ((block.backing != HZ_BACKING_SMALL && block.backing != HZ_BACKING_THP) ||
-	    hz_cache_policy()->cache_max == 0 || !kept_for_growth(&block, size, &e, &after))
-		return false;
-	if (after && hz_blocks_absorb(p, &e.span) == 0) {
-		hz_stats_add(realloc_in_place, 1);
-		*out = p;
-	} else if (after || hz_blocks_move_into(p, &e.span, out) != 0) {
-		/* After it in another region, or no move: the span stays kept. */
-		keep_again(&e.span, e.clean, &b);
-		hz_prezero_release(&b);
-		return false;
-	}
-	note_live_peak();
-	return true;
-}
-
-int hz_recycle_resize(void *p, size_t size, void **out)
-{
-	size_t old = hz_blocks_usable(p);
-
-	if (size > old) {
-		if (grow_into_kept(p, size, out))
-			return 0;
-		stay_within_peak(size - old);
-	}
-	return hz_blocks_resize(p, size, out);
 }
 
 /* HUGEZERO_ZERO_ON_FREE: the span is zeroed before it enters the table.
@@ -500,7 +307,7 @@ static bool zero_at_free(const struct hz_span *span)
 	enum hz_zero_method m;
 
 	if (hz_zero_choose(span->range.start, hz_span_bytes(span), how, &m) != 0) {
-		give_back_foreign(span);
+		hz_recycle_give_back_foreign(span);
 		return false;
 	}
 	hz_zero_with(span->range.start, hz_span_bytes(span), 0, m, how);
