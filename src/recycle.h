@@ -11,8 +11,8 @@
 #include <stddef.h>
 
 /* A large block of at least size bytes aligned to align (0 for none), from
- * the cache or fresh. With zero, every byte reads zero. Returns 0 or
- * -ENOMEM. */
+ * the cache or fresh. With zero, its first size bytes read zero (the rest
+ * of the block, as malloc's, need not). Returns 0 or -ENOMEM. */
 int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out);
 
 /* Resize a live block (hz_blocks_resize), the cached blocks that its

@@ -368,6 +368,35 @@ static void a_miss_grows_the_largest_smaller_kept_block(void **state)
 	hz_preload_free(between);
 }
 
+/* A calloc served by a larger dirty block clears the bytes it asked for,
+ * in whole pages, not the whole block: glibc's calloc clears as much.
+ * 4 MiB + 4 KiB gets a 6 MiB block, whose last 2 MiB - 4 KiB keep what
+ * the last owner wrote. Run as library_grow_kept is, so the block waits
+ * dirty in the table and this call clears it. */
+static void a_calloc_clears_only_what_it_asked_for(void **state)
+{
+	const size_t size = 4 * MiB + 4 * KiB + 100, asked = 4 * MiB + 8 * KiB;
+	uint64_t cleared0;
+	unsigned char *p = hz_preload_malloc(6 * MiB), *q;
+
+	(void)state;
+	assert_non_null(p);
+	memset(p, DIRTY, 6 * MiB);
+	escape(p);
+	hz_preload_free(p);
+	cleared0 = __atomic_load_n(&hz_stats.cleared_bytes, __ATOMIC_RELAXED);
+	q = hz_preload_calloc(1, size);
+	assert_ptr_equal(q, p); /* the kept block, dirty */
+	assert_zero(q, size, "calloc of a dirty kept block larger than asked");
+	assert_int_equal(__atomic_load_n(&hz_stats.cleared_bytes, __ATOMIC_RELAXED) - cleared0,
+			 asked);
+	assert_int_equal(q[asked], DIRTY); /* past the pages asked for: as it was */
+	assert_int_equal(q[6 * MiB - 1], DIRTY);
+	memset(q, 1, 6 * MiB); /* the whole usable size is the program's */
+	escape(q);
+	hz_preload_free(q);
+}
+
 /* A request served by a larger kept span puts the rest back in the table;
  * a realloc that grows the block then claims that rest in place, its
  * pages kept, instead of moving the block to fresh memory. Run as
@@ -968,6 +997,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(calloc_takes_over_the_block_being_prezeroed),
 		cmocka_unit_test(fork_while_prezeroing_keeps_calloc_zero),
 		cmocka_unit_test(a_miss_grows_the_largest_smaller_kept_block),
+		cmocka_unit_test(a_calloc_clears_only_what_it_asked_for),
 		cmocka_unit_test(a_realloc_grows_into_the_kept_span_after_it),
 		cmocka_unit_test(a_realloc_moves_onto_a_kept_span_that_fits),
 		cmocka_unit_test(a_realloc_too_large_leaves_the_table_whole),
