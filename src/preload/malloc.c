@@ -83,20 +83,7 @@ HZ_PRIVATE_API void hz_preload_free(void *p)
 	if (p == NULL || hz_boot_owns(p))
 		return;
 	if (hz_blocks_owns(p)) {
-		int saved = errno;
-
-		if (hz_preload_forking) { /* freed after the fork handlers (start.c) */
-			(void)hz_preload_fork_defer(p);
-		} else if (!hz_reentry_enter()) { /* a signal handler's, inside ours */
-			(void)hz_reentry_defer_free(p);
-		} else {
-			if (__atomic_load_n(&hz_preload_active, __ATOMIC_RELAXED))
-				hz_recycle_free(p);
-			else /* stepped aside (start.c): back to the kernel, as munmap */
-				hz_blocks_free(p);
-			hz_reentry_leave();
-		}
-		errno = saved;
+		hz_reentry_free(p);
 		return;
 	}
 	hz_next.next_free(p);

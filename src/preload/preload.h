@@ -17,17 +17,15 @@
 extern struct hz_next hz_next;
 
 /* Large requests go to hugezero only when this is true: set up done,
- * HUGEZERO_DISABLE off and the reservation made. */
+ * HUGEZERO_DISABLE off and the reservation made (start.c sets it;
+ * reentry.c, which every large path reads, holds it). */
 extern int hz_preload_active;
 
 /* This thread is inside fork between hugezero's prepare handler and its
  * parent or child handler, holding hugezero's locks, while the handlers
  * of other libraries run (start.c): large requests go to the next
- * allocator and frees of blocks wait for hz_preload_fork_defer's list. */
+ * allocator and frees of blocks wait (reentry.c). */
 extern __thread bool hz_preload_forking;
-/* Keep block p to be freed after the fork handlers (false: the list is
- * full, and p stays live). */
-bool hz_preload_fork_defer(void *p);
 
 /* From now on new large requests go to the next allocator, and a block
  * freed goes back to the kernel at once: a seccomp filter is in force,

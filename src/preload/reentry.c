@@ -1,22 +1,37 @@
-/* malloc and free are not async-signal-safe, but under glibc a large block
- * is an mmap'ed chunk: a signal handler that frees one, or asks for a
- * large one, takes no lock for it, and programs rely on that (a handler
- * that frees a buffer and exits, one that reports with a large
- * allocation). The library's large paths take the cache's and the
- * blocks' locks: a handler re-entering them on the thread that holds one
- * would wait for itself forever. So each thread marks itself inside
- * them, and a call that finds the mark set is a handler's: its large
- * request goes to the next allocator (malloc.c), and its free of a block
- * waits in a lock-free list until the interrupted call leaves. */
+/* When a call may enter the library's large paths, which take the cache's
+ * and the blocks' locks. Two cases must not:
+ *
+ * - A signal handler. malloc and free are not async-signal-safe, but
+ *   under glibc a large block is an mmap'ed chunk: a handler that frees
+ *   one, or asks for a large one, takes no lock for it, and programs rely
+ *   on that (a handler that frees a buffer and exits, one that reports
+ *   with a large allocation). A handler re-entering our paths on the
+ *   thread that holds a lock would wait for itself forever. So each
+ *   thread marks itself inside them, and a call that finds the mark set
+ *   is a handler's.
+ * - A fork under way on this thread (hz_preload_forking, start.c): our
+ *   locks are held from our prepare handler to our parent or child one.
+ *
+ * Such a call's large request goes to the next allocator (malloc.c), and
+ * its free of a block waits in one lock-free list until a call leaves,
+ * or the fork handlers drain it (in the parent and in the child alike:
+ * each frees its own copy). */
 #include "reentry.h"
 
+#include <errno.h>
 #include <stddef.h>
 
+#include "../blocks.h"
 #include "../log.h"
+#include "../recycle.h"
 #include "preload.h"
 
-/* Frees deferred at once: a handler frees a few blocks, not hundreds. */
+/* Frees waiting at once: a handler or a fork handler frees a few blocks,
+ * not hundreds. */
 #define DEFERRED_MAX 64
+
+int hz_preload_active;
+__thread bool hz_preload_forking;
 
 static __thread bool inside;
 static void *deferred[DEFERRED_MAX];
@@ -32,6 +47,17 @@ bool hz_reentry_enter(void)
 	return true;
 }
 
+/* Inside: to the recycler, or, once hugezero stepped aside (start.c),
+ * back to the kernel as munmap would. */
+static void free_now(void *p)
+{
+	if (__atomic_load_n(&hz_preload_active, __ATOMIC_RELAXED))
+		hz_recycle_free(p);
+	else
+		hz_blocks_free(p);
+}
+
+/* Inside: the frees that wait. A handler's free meanwhile waits too. */
 static void free_deferred(void)
 {
 	for (unsigned i = 0; i < DEFERRED_MAX; i++) {
@@ -39,20 +65,30 @@ static void free_deferred(void)
 
 		if (p) {
 			__atomic_sub_fetch(&deferred_count, 1, __ATOMIC_RELAXED);
-			hz_preload_free(p);
+			free_now(p);
 		}
 	}
 }
 
-void hz_reentry_leave(void)
+static bool waiting(void)
 {
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	inside = false;
-	if (__atomic_load_n(&deferred_count, __ATOMIC_RELAXED) != 0)
-		free_deferred();
+	return __atomic_load_n(&deferred_count, __ATOMIC_RELAXED) != 0;
 }
 
-bool hz_reentry_defer_free(void *p)
+/* A free that came while the mark was still on is seen after it is off,
+ * and made then: none waits for a later call. */
+void hz_reentry_leave(void)
+{
+	do {
+		if (waiting())
+			free_deferred();
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		inside = false;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	} while (waiting() && hz_reentry_enter());
+}
+
+static bool defer(void *p)
 {
 	for (unsigned i = 0; i < DEFERRED_MAX; i++) {
 		void *none = NULL;
@@ -63,7 +99,26 @@ bool hz_reentry_defer_free(void *p)
 			return true;
 		}
 	}
-	hz_info("free(%p) in a signal handler that interrupted hugezero: %d such frees are "
-		"waiting already, so this block stays allocated", p, DEFERRED_MAX);
 	return false;
+}
+
+void hz_reentry_free(void *p)
+{
+	int saved = errno;
+
+	if (hz_preload_forking || !hz_reentry_enter()) {
+		if (!defer(p))
+			hz_info("free(%p) in a signal or fork handler: %d such frees are "
+				"waiting already, so this block stays allocated", p, DEFERRED_MAX);
+	} else {
+		free_now(p);
+		hz_reentry_leave();
+	}
+	errno = saved;
+}
+
+void hz_reentry_drain(void)
+{
+	if (waiting() && hz_reentry_enter())
+		hz_reentry_leave();
 }

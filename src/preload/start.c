@@ -21,10 +21,10 @@
 #include "introspect.h"
 #include "jemalloc_next.h"
 #include "preload.h"
+#include "reentry.h"
 
 enum { NEW, STARTING, READY };
 
-int hz_preload_active;
 /* Large requests are routed somewhere (hugezero blocks or the jemalloc
  * arena): the threshold means something to the shim. */
 static int routing;
@@ -93,43 +93,10 @@ static void stdio_list_reset(void) {}
  * holds our locks; glibc's malloc takes its own locks inside fork after
  * every prepare handler and drops them before the others. So between our
  * prepare and our parent or child handler, this thread asks nothing of
- * the locked tables: large requests go to the next allocator (its locks
- * are free then), and a block freed is kept on a short list and freed
- * after our locks are given back, in the parent and in the child alike
- * (each frees its own copy). */
-__thread bool hz_preload_forking;
-
-/* 64 frees of large blocks inside fork handlers: more stay live (a leak
- * of those blocks, never a deadlock or a block freed twice). */
-#define FORK_DEFER_MAX 64
-static void *fork_deferred[FORK_DEFER_MAX];
-static unsigned fork_deferred_count;
-
-HZ_PRIVATE_API bool hz_preload_fork_defer(void *p)
-{
-	if (fork_deferred_count == FORK_DEFER_MAX)
-		return false;
-	fork_deferred[fork_deferred_count++] = p;
-	return true;
-}
-
-/* Taken while our locks are held: once they are given back, another
- * thread's fork may fill the list again. */
-static unsigned take_deferred(void **out)
-{
-	unsigned n = fork_deferred_count;
-
-	for (unsigned i = 0; i < n; i++)
-		out[i] = fork_deferred[i];
-	fork_deferred_count = 0;
-	return n;
-}
-
-static void free_deferred(void **list, unsigned n)
-{
-	while (n > 0)
-		hz_preload_free(list[--n]);
-}
+ * the locked tables (hz_preload_forking): large requests go to the next
+ * allocator (its locks are free then), and a block freed waits
+ * (reentry.c) until our locks are given back, in the parent and in the
+ * child alike (each frees its own copy). */
 
 /* Locks are taken in the order the code nests them: stdio's list (see
  * above), recycle, then blocks. */
@@ -146,12 +113,9 @@ static void fork_prepare(void)
  * freed meanwhile. */
 static void fork_finish(void (*release_locks)(void))
 {
-	void *deferred[FORK_DEFER_MAX];
-	unsigned n = take_deferred(deferred);
-
 	hz_preload_forking = false;
 	release_locks();
-	free_deferred(deferred, n);
+	hz_reentry_drain();
 }
 
 static void unlock_in_parent(void)
