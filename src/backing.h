@@ -34,9 +34,11 @@ int hz_backing_thp_usable(void);
 bool hz_backing_thp_allowed(void);
 
 /* Whether a fresh huge page faults at least as fast as 4 KiB pages here,
- * measured on a scratch page every FRESH_RATE_NS (backing.c); true with
- * HUGEZERO_THP_CHECK=0. Advice on fresh memory pays only then. */
-bool hz_backing_fresh_thp_fast(void);
+ * for len bytes of fresh memory about to be advised (or collapsed):
+ * measured on a scratch page, again once HZ_GUESS_MAX bytes were decided
+ * on since (backing.c); true with HUGEZERO_THP_CHECK=0. Advice on fresh
+ * memory pays only then. */
+bool hz_backing_fresh_thp_fast(size_t len);
 
 /* A block of the regions, which may start on 4 KiB pages and get huge
  * pages once written densely (backing.c). */

@@ -69,7 +69,7 @@ static void advise_untouched(struct hz_promote_slot *s, size_t first, size_t fro
 	uintptr_t start = s->start, end = start + s->len;
 	bool done;
 
-	if (untouched == 0 || !hz_backing_fresh_thp_fast())
+	if (untouched == 0 || !hz_backing_fresh_thp_fast(untouched))
 		return;
 	if (s->kind == HZ_PROMOTE_MMAP)
 		done = advise(start, start + __atomic_load_n(&s->map_len, __ATOMIC_RELAXED));
@@ -95,7 +95,7 @@ static bool collapse_strided(struct hz_promote_slot *s, const uint16_t *resident
 	size_t added = 0, collapsed = 0;
 	int ret = 0;
 
-	if (!hz_backing_fresh_thp_fast())
+	if (!hz_backing_fresh_thp_fast(n * HZ_SZ_2M))
 		return true;
 	for (size_t i = 0; i < n && !(__atomic_load_n(&s->word, __ATOMIC_ACQUIRE) & ST_DEAD); i++) {
 		uint64_t cpu = hz_prim_thread_cpu_ns();

@@ -119,7 +119,7 @@ static bool thp_at_map(size_t size)
 	if (size > HZ_GUESS_MAX || !hz_promote_enabled())
 		return false;
 	judge_last_lazy(size);
-	return hz_class_mmap_thp(size) && hz_backing_fresh_thp_fast();
+	return hz_class_mmap_thp(size) && hz_backing_fresh_thp_fast(size);
 }
 
 /* 2 MiB aligned. A trim splits the mapping, which fails at

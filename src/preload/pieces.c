@@ -84,7 +84,7 @@ static bool window_earned(size_t len)
 	if (__atomic_load_n(&lazy_bytes[slot_of(len)], __ATOMIC_RELAXED) < HZ_SZ_2M)
 		return false;
 	judge_last_lazy(len);
-	return hz_class_mmap_thp(len) && hz_backing_fresh_thp_fast();
+	return hz_class_mmap_thp(len) && hz_backing_fresh_thp_fast(len);
 }
 
 static void *map_lazy(size_t len)
