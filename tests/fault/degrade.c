@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "backing.h"
 #include "blocks.h"
 #include "blocks_region.h"
 #include "check.h"
@@ -236,6 +237,39 @@ static void thp_speed_check_without_madv_populate_write_keeps_thp(void **state)
 	run(thp_check_child, slow, "THP check without MADV_POPULATE_WRITE");
 	assert_int_equal(*slow, 0);
 	munmap(slow, sizeof(*slow));
+}
+
+/* The fresh-THP verdict holds for the next 64 MiB of fresh memory
+ * decided on (HZ_GUESS_MAX), then is measured again: each measure
+ * populates a scratch huge page, which a rule that never fires counts. */
+static int thp_verdict_child(void *arg)
+{
+	unsigned long seen;
+	int slot;
+
+	(void)arg;
+	start(NULL);
+	slot = arm(HZ_CALL_MADVISE, ~0UL, EINVAL, false, true, MADV_POPULATE_WRITE);
+	CHECK(slot >= 0);
+	(void)hz_backing_fresh_thp_fast(2 * MiB); /* the first verdict */
+	seen = hz_prim_fault_seen(slot);
+	CHECK(seen >= 1);
+	for (int i = 1; i < 32; i++) /* 64 MiB decided on in all */
+		(void)hz_backing_fresh_thp_fast(2 * MiB);
+	CHECK(hz_prim_fault_seen(slot) == seen);
+	(void)hz_backing_fresh_thp_fast(2 * MiB); /* past 64 MiB */
+	CHECK(hz_prim_fault_seen(slot) == seen + 1);
+	(void)hz_backing_fresh_thp_fast(128 * MiB); /* past it at once */
+	CHECK(hz_prim_fault_seen(slot) == seen + 2);
+	(void)hz_backing_fresh_thp_fast(2 * MiB); /* the last verdict was for 128 MiB */
+	CHECK(hz_prim_fault_seen(slot) == seen + 3);
+	return CHILD_OK;
+}
+
+static void thp_verdict_holds_for_64_mib_decided_on(void **state)
+{
+	(void)state;
+	run(thp_verdict_child, NULL, "the fresh-THP verdict by demand");
 }
 
 /* ---- MADV_COLLAPSE (Linux 6.1; files need CONFIG_READ_ONLY_THP_FOR_FS) ---- */
@@ -596,6 +630,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(free_keeps_errno_when_releasing_fails),
 		cmocka_unit_test(populate_without_madv_populate_write_touches_every_page),
 		cmocka_unit_test(thp_speed_check_without_madv_populate_write_keeps_thp),
+		cmocka_unit_test(thp_verdict_holds_for_64_mib_decided_on),
 		cmocka_unit_test(madv_collapse_refused_is_probed_once_then_not_tried),
 		cmocka_unit_test(anon_naming_refused_changes_only_the_names),
 		cmocka_unit_test(cachestat_absent_falls_back_to_mincore_for_good),
