@@ -50,6 +50,10 @@ static struct heap run(const char *preload_path, const char *const *env_extra,
 		envp[n++] = ld;
 	}
 	envp[n++] = "PATH=/usr/bin:/bin";
+	/* The heap's advice whatever fresh huge pages cost to fault on this
+	 * machine: where they are slower than 4 KiB pages the heap keeps
+	 * glibc's (src/backing.c; tests/fault/degrade.c tests the check). */
+	envp[n++] = "HUGEZERO_THP_CHECK=0";
 	for (int i = 0; env_extra != NULL && env_extra[i] != NULL && n < 30; i++)
 		envp[n++] = (char *)env_extra[i];
 	envp[n] = NULL;

@@ -39,6 +39,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "../backing.h"
 #include "../config.h"
 #include "../log.h"
 #include "../options.h"
@@ -242,6 +243,22 @@ static void activate(uintptr_t brk)
 		(size_t)(HEAP_FLOOR >> 20), (void *)advise_from);
 }
 
+/* Where fresh huge pages fault slower than 4 KiB pages (backing.c), the
+ * heap's growth keeps glibc's pages; a later verdict may advise it. The
+ * verdict is asked once for each growth past the highest end asked. */
+static bool fresh_thp_fast(uintptr_t end)
+{
+	static uintptr_t asked_to;
+	static bool fast;
+
+	if (end > asked_to) {
+		fast = hz_backing_fresh_thp_fast(end - (asked_to > advise_from ? asked_to
+									     : advise_from));
+		asked_to = end;
+	}
+	return fast;
+}
+
 /* Advise the window below the last 2 MiB boundary under the break
  * MADV_HUGEPAGE and what lies between advise_from and the window
  * MADV_NOHUGEPAGE. Faults happen in the window, which the pad keeps ahead
@@ -261,6 +278,8 @@ static void advise(uintptr_t brk)
 	int ret = 0;
 
 	if (end <= advise_from || end == advised_last)
+		return;
+	if (!fresh_thp_fast(end))
 		return;
 	advised_last = end;
 	window = end - advise_from > HEAP_WINDOW ? end - HEAP_WINDOW : advise_from;
