@@ -311,6 +311,27 @@ void hz_class_note_mmap(size_t bytes, bool dense)
 	__atomic_store_n(&c->mmap_dense, dense, __ATOMIC_RELAXED);
 }
 
+/* Packed: the start, and the 64 KiB units in its low 12 bits (up to 256
+ * MiB, past HZ_GUESS_MAX). */
+#define LAZY_UNIT ((size_t)64 << 10)
+
+void hz_class_keep_lazy_mmap(size_t bytes, uintptr_t start, size_t len)
+{
+	if (len == 0 || len > HZ_GUESS_MAX)
+		return;
+	__atomic_store_n(&hz_class_of(bytes)->mmap_lazy, start | (len / LAZY_UNIT),
+			 __ATOMIC_RELAXED);
+}
+
+bool hz_class_take_lazy_mmap(size_t bytes, uintptr_t *start, size_t *len)
+{
+	uintptr_t packed = __atomic_exchange_n(&hz_class_of(bytes)->mmap_lazy, 0, __ATOMIC_RELAXED);
+
+	*start = packed & ~(uintptr_t)(HZ_SZ_4K - 1);
+	*len = (packed & (HZ_SZ_4K - 1)) * LAZY_UNIT;
+	return packed != 0;
+}
+
 #ifdef HZ_TEST_CORE
 void hz_classes_test_reset(void)
 {

@@ -12,7 +12,8 @@
  *    the row: rotation.h);
  *  - page size: whether the class's last block was used densely, which
  *    lets its next fresh block take huge pages at once (backing.c), and
- *    the same for the program's own large mmaps (preload/mmap.c).
+ *    the same for the program's own mmaps (preload/mmap.c, pieces.c),
+ *    with the last of them left on 4 KiB pages, to be judged.
  * Reuse, rotation and the clean target are read and written inside the
  * cache's guard
  * (prezero.h), which serialises them; the page-size evidence is written by
@@ -70,6 +71,7 @@ struct hz_class {
 	uint8_t mmap_confirmed; /* atomic: dense verdicts since, in a row */
 	int32_t mmaps_trusted;  /* atomic: mmaps left to take THP at once before
 				 * the next sample */
+	uintptr_t mmap_lazy;    /* atomic: hz_class_keep_lazy_mmap's range, packed */
 };
 
 /* The row of blocks of bytes' size, and the row of class k. */
@@ -197,6 +199,16 @@ bool hz_class_mmap_thp(size_t bytes);
 
 /* The program's mmap of bytes was found used densely or not. */
 void hz_class_note_mmap(size_t bytes, bool dense);
+
+/* The program's last mmap of bytes' class left on 4 KiB pages, [start,
+ * start + len), held until its next mmap of the class judges it
+ * (preload/evidence.c): start 4 KiB aligned, len whole 64 KiB units. One
+ * larger than HZ_GUESS_MAX is not held: it would not earn THP at map
+ * time. It replaces the one held before, if any. */
+void hz_class_keep_lazy_mmap(size_t bytes, uintptr_t start, size_t len);
+
+/* Take the range held for bytes' class: false when none is. */
+bool hz_class_take_lazy_mmap(size_t bytes, uintptr_t *start, size_t *len);
 
 #ifdef HZ_TEST_CORE
 /* Tests: every row back to its first state. */

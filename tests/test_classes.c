@@ -267,6 +267,35 @@ static void callocs_right_after_frees_leave_the_thread_asleep(void **state)
 	assert_int_equal(free_of(16 * MiB), HZ_ROT_FREE_KEEP);
 }
 
+/* The last mmap of a class left on 4 KiB pages is held in the class's row
+ * until taken, one per class, the later replacing the earlier; none larger
+ * than HZ_GUESS_MAX, and none empty. */
+static void the_last_lazy_mmap_of_a_class_is_held_until_taken(void **state)
+{
+	uintptr_t start;
+	size_t len;
+
+	(void)state;
+	assert_false(hz_class_take_lazy_mmap(2 * MiB, &start, &len));
+	hz_class_keep_lazy_mmap(256 << 10, 0x7f0000041000, 256 << 10); /* a piece */
+	hz_class_keep_lazy_mmap(2 * MiB, 0x7f0000200000, 2 * MiB);
+	hz_class_keep_lazy_mmap(3 * MiB, 0x7f0000600000, 2 * MiB); /* same class: replaces */
+	assert_true(hz_class_take_lazy_mmap(2 * MiB, &start, &len));
+	assert_int_equal(start, 0x7f0000600000);
+	assert_int_equal(len, 2 * MiB);
+	assert_false(hz_class_take_lazy_mmap(3 * MiB, &start, &len)); /* taken */
+	assert_true(hz_class_take_lazy_mmap(256 << 10, &start, &len));
+	assert_int_equal(start, 0x7f0000041000);
+	assert_int_equal(len, 256 << 10);
+	hz_class_keep_lazy_mmap(64 * MiB, 0x7f0004000000, 64 * MiB);
+	assert_true(hz_class_take_lazy_mmap(64 * MiB, &start, &len));
+	assert_int_equal(len, 64 * MiB);
+	hz_class_keep_lazy_mmap(128 * MiB, 0x7f0008000000, 66 * MiB); /* past HZ_GUESS_MAX */
+	hz_class_keep_lazy_mmap(2 * MiB, 0x7f0000200000, 0);
+	assert_false(hz_class_take_lazy_mmap(128 * MiB, &start, &len));
+	assert_false(hz_class_take_lazy_mmap(2 * MiB, &start, &len));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -285,6 +314,7 @@ int main(void)
 		cmocka_unit_test_setup(a_spare_is_a_guess_tried_only_up_to_64_mib, reset),
 		cmocka_unit_test_setup(
 			callocs_right_after_frees_leave_the_thread_asleep, reset),
+		cmocka_unit_test_setup(the_last_lazy_mmap_of_a_class_is_held_until_taken, reset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

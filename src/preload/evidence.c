@@ -23,3 +23,12 @@ void hz_evidence_judge(size_t size, uintptr_t start, size_t len)
 	if (verdict != HZ_FRONT_WAIT)
 		hz_class_note_mmap(size, verdict == HZ_FRONT_DENSE);
 }
+
+void hz_evidence_judge_last(size_t size)
+{
+	uintptr_t start;
+	size_t len;
+
+	if (hz_class_take_lazy_mmap(size, &start, &len))
+		hz_evidence_judge(size, start, len);
+}

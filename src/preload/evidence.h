@@ -12,4 +12,8 @@
  * no evidence, nothing noted. */
 void hz_evidence_judge(size_t size, uintptr_t start, size_t len);
 
+/* Judge the range the ledger holds for size's class, the last mmap of it
+ * left on 4 KiB pages (hz_class_keep_lazy_mmap), if any. */
+void hz_evidence_judge_last(size_t size);
+
 #endif /* HZ_PRELOAD_EVIDENCE_H */

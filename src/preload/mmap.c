@@ -86,30 +86,10 @@ static int wants_piece(void *addr, size_t len, int prot, int flags)
  * (classes.h), which gives its next mmaps THP at map time, all but a
  * sample. Only mmaps of up to HZ_GUESS_MAX (classes.h): a larger range
  * used sparsely would cost more RSS on a wrong guess; the first touches
- * serve those. Packed: the start (2 MiB aligned) and its 2 MiB pages in
- * the low bits. */
-#define JUDGE_PAGES (HZ_GUESS_MAX / HZ_SZ_2M)
-
-static uintptr_t last_lazy[HZ_CLASSES];
-
-static void judge_last_lazy(size_t size)
-{
-	uintptr_t packed = __atomic_exchange_n(&last_lazy[hz_size_class(size)], 0,
-					       __ATOMIC_RELAXED);
-	uintptr_t start = packed & ~(uintptr_t)(HZ_SZ_2M - 1);
-	size_t n = packed & (HZ_SZ_2M - 1);
-
-	if (n != 0)
-		hz_evidence_judge(size, start, n * HZ_SZ_2M);
-}
-
+ * serve those (the ledger holds none larger). */
 static void keep_for_judging(void *start, size_t size)
 {
-	size_t n = size / HZ_SZ_2M;
-
-	if (n <= JUDGE_PAGES)
-		__atomic_store_n(&last_lazy[hz_size_class(size)], (uintptr_t)start | n,
-				 __ATOMIC_RELAXED);
+	hz_class_keep_lazy_mmap(size, (uintptr_t)start, hz_align_down(size, HZ_SZ_2M));
 }
 
 /* THP at map time on the class's evidence, where fresh huge pages are not
@@ -118,7 +98,7 @@ static bool thp_at_map(size_t size)
 {
 	if (size > HZ_GUESS_MAX || !hz_promote_enabled())
 		return false;
-	judge_last_lazy(size);
+	hz_evidence_judge_last(size);
 	return hz_class_mmap_thp(size) && hz_backing_fresh_thp_fast(size);
 }
 

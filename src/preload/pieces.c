@@ -49,10 +49,10 @@
  * address (4 KiB aligned) and the pieces left (1-7) in the low bits; 0 when
  * none is left. */
 static uintptr_t rest[SIZES];
-/* Per size: bytes mapped on 4 KiB pages (saturating at a window), and the
- * last such piece, to be judged at the next mmap of the size. */
+/* Per size: bytes mapped on 4 KiB pages (saturating at a window). The last
+ * such piece the ledger holds, to be judged at the next mmap of the size
+ * (hz_class_keep_lazy_mmap). */
 static size_t lazy_bytes[SIZES];
-static uintptr_t last_lazy[SIZES];
 
 bool hz_pieces_size(size_t len)
 {
@@ -66,16 +66,6 @@ static unsigned slot_of(size_t len)
 	return hz_size_class(len) - SMALLEST;
 }
 
-/* The last piece on 4 KiB pages of len's size, judged now as the 2 MiB
- * mmaps are (mmap.c). Unmapped since: no evidence. */
-static void judge_last_lazy(size_t len)
-{
-	uintptr_t start = __atomic_exchange_n(&last_lazy[slot_of(len)], 0, __ATOMIC_RELAXED);
-
-	if (start != 0)
-		hz_evidence_judge(len, start, len);
-}
-
 /* Whether the class may take a window now (see the top). */
 static bool window_earned(size_t len)
 {
@@ -83,7 +73,7 @@ static bool window_earned(size_t len)
 		return false;
 	if (__atomic_load_n(&lazy_bytes[slot_of(len)], __ATOMIC_RELAXED) < HZ_SZ_2M)
 		return false;
-	judge_last_lazy(len);
+	hz_evidence_judge_last(len);
 	return hz_class_mmap_thp(len) && hz_backing_fresh_thp_fast(len);
 }
 
@@ -99,8 +89,8 @@ static void *map_lazy(size_t len)
 	had = __atomic_load_n(&lazy_bytes[s], __ATOMIC_RELAXED);
 	if (had < HZ_SZ_2M)
 		__atomic_store_n(&lazy_bytes[s], had + len, __ATOMIC_RELAXED);
-	judge_last_lazy(len); /* what the one before left, if not judged yet */
-	__atomic_store_n(&last_lazy[s], (uintptr_t)p, __ATOMIC_RELAXED);
+	hz_evidence_judge_last(len); /* what the one before left, if not judged yet */
+	hz_class_keep_lazy_mmap(len, (uintptr_t)p, len);
 	return p;
 }
 
