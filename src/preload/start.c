@@ -96,9 +96,9 @@ static void stdio_list_reset(void) {}
  * the locked tables (hz_preload_forking): large requests go to the next
  * allocator (its locks are free then), and a block freed waits
  * (reentry.c) until our locks are given back, in the parent and in the
- * child alike (each frees its own copy). */
-
-/* Locks are taken in the order the code nests them: stdio's list (see
+ * child alike (each frees its own copy).
+ *
+ * Locks are taken in the order the code nests them: stdio's list (see
  * above), recycle, then blocks. */
 static void fork_prepare(void)
 {
