@@ -10,12 +10,13 @@
  *   thread marks itself inside them, and a call that finds the mark set
  *   is a handler's.
  * - A fork under way on this thread (hz_preload_forking, start.c): our
- *   locks are held from our prepare handler to our parent or child one.
+ *   locks are held from our prepare handler to our parent or child one,
+ *   which hold the mark meanwhile, so a signal handler then is one too.
  *
  * Such a call's large request goes to the next allocator (malloc.c), and
  * its free of a block waits in one lock-free list until a call leaves,
- * or the fork handlers drain it (in the parent and in the child alike:
- * each frees its own copy). */
+ * the fork handlers' own leave among them (in the parent and in the
+ * child alike: each frees its own copy). */
 #include "reentry.h"
 
 #include <errno.h>
@@ -115,10 +116,4 @@ void hz_reentry_free(void *p)
 		hz_reentry_leave();
 	}
 	errno = saved;
-}
-
-void hz_reentry_drain(void)
-{
-	if (waiting() && hz_reentry_enter())
-		hz_reentry_leave();
 }

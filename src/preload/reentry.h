@@ -17,12 +17,9 @@ bool hz_reentry_enter(void);
 void hz_reentry_leave(void);
 
 /* Free block p (a hugezero block): now, or, when this thread may not
- * enter (a handler inside the library, or a fork under way), at the next
- * hz_reentry_leave or hz_reentry_drain of any thread. Keeps errno. */
+ * enter (a handler inside the library, or a fork under way: the fork
+ * handlers hold the mark too, start.c), at the next hz_reentry_leave of
+ * any thread. Keeps errno. */
 void hz_reentry_free(void *p);
-
-/* Make the frees that wait: the fork handlers' call, once the locks fork
- * held are given back. */
-void hz_reentry_drain(void);
 
 #endif /* HZ_PRELOAD_REENTRY_H */

@@ -99,9 +99,15 @@ static void stdio_list_reset(void) {}
  * child alike (each frees its own copy).
  *
  * Locks are taken in the order the code nests them: stdio's list (see
- * above), recycle, then blocks. */
+ * above), recycle, then blocks. This thread is marked inside the library
+ * (reentry.c) from before the first is taken to after the last is given
+ * back: a signal handler's free or request on this thread in between
+ * takes none of them, which it would wait for forever. */
+static __thread bool fork_marked; /* the mark was off, and fork_prepare set it */
+
 static void fork_prepare(void)
 {
+	fork_marked = hz_reentry_enter();
 	stdio_list_lock();
 	hz_recycle_fork_prepare();
 	hz_blocks_fork_prepare();
@@ -110,12 +116,14 @@ static void fork_prepare(void)
 
 /* Both ends of a fork: leave the forking state, release the locks
  * fork_prepare took (release_locks, in reverse order), then free what was
- * freed meanwhile. */
+ * freed meanwhile (hz_reentry_leave). A fork from a signal handler that
+ * interrupted the library leaves that to the interrupted call. */
 static void fork_finish(void (*release_locks)(void))
 {
 	hz_preload_forking = false;
 	release_locks();
-	hz_reentry_drain();
+	if (fork_marked)
+		hz_reentry_leave();
 }
 
 static void unlock_in_parent(void)

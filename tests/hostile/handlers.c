@@ -5,15 +5,22 @@
  * buffer, one that builds a report). A timer interrupts the loop every
  * half millisecond for RUN_S; the program must finish, its blocks zero.
  *
+ * And the same while another thread forks without pause: a block freed
+ * while the library is busy, or inside fork, waits in one list
+ * (src/preload/reentry.c), which both the interrupted call and the fork
+ * handlers drain.
+ *
  * And a handler on a small alternate stack (sigaltstack), which glibc's
  * large calls fit in: the kernel's signal frame, as measured on this
  * machine, and ROOM more. The program is linked -z now, so that no lazy
  * binding of its own takes the room. */
 #include "hostile.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,6 +100,49 @@ static int handler_frees(void)
 static int handler_frees_and_allocates(void)
 {
 	return loop(true);
+}
+
+/* ---- handler frees while another thread forks ---- */
+
+static volatile int forks_stop;
+
+/* Forks until told to stop; each child callocs a large block, checks it
+ * and leaves. The forks done, or -1 when a child failed. */
+static void *fork_loop(void *arg)
+{
+	long *forks = arg;
+
+	while (!forks_stop) {
+		pid_t child = fork();
+		int status;
+
+		if (child == 0) {
+			unsigned char *q = calloc(1, LARGE);
+
+			_exit(q != NULL && q[LARGE - 1] == 0 ? 0 : 3);
+		}
+		if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+		    WEXITSTATUS(status) != 0) {
+			*forks = -1;
+			return NULL;
+		}
+		++*forks;
+	}
+	return NULL;
+}
+
+static int handler_frees_while_forking(void)
+{
+	long forks = 0;
+	pthread_t t;
+
+	CHECK(pthread_create(&t, NULL, fork_loop, &forks) == 0, "pthread_create failed");
+	loop(false);
+	forks_stop = 1;
+	CHECK(pthread_join(t, NULL) == 0, "pthread_join failed");
+	CHECK(forks > 0, "a fork or its child failed, or none ran (%ld)", forks);
+	NOTE("%ld forks", forks);
+	return 0;
 }
 
 /* ---- a small alternate stack ---- */
@@ -185,6 +235,7 @@ int main(int argc, char **argv)
 	static const struct hostile_variant variants[] = {
 		{ "frees", handler_frees },
 		{ "allocates", handler_frees_and_allocates },
+		{ "frees_while_forking", handler_frees_while_forking },
 		{ "small_stack_first", small_stack_first },
 		{ "small_stack_warm", small_stack_warm },
 		{ NULL, NULL },
