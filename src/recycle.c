@@ -19,7 +19,6 @@
 #include "classes.h"
 #include "log.h"
 #include "prezero.h"
-#include "prim/memory.h"
 #include "prim/prim.h"
 #include "recycle_impl.h"
 #include "rotation.h"
