@@ -11,9 +11,10 @@
  *       of the block: the limit a recycled calloc is measured against).
  *   bench-limits pair SIZE ROUNDS
  *       memset of SIZE alone, then the same memset while a second thread
- *       runs hz_clear over another SIZE: the best cycle a rotation can
- *       reach, in which the pre-zero thread clears one block while the
- *       program writes the other, since both cores share the memory.
+ *       runs hz_clear over another SIZE: the best cycle two blocks per
+ *       size could reach, in which the pre-zero thread clears one block
+ *       while the program writes the other, since both cores share the
+ *       memory.
  *   bench-limits direction SIZE ROUNDS
  *       memset front to back and back to front in 64 KiB steps: the cost of
  *       the direction itself, which no clearing order takes away.

@@ -183,14 +183,19 @@ void hz_classes_clean_enough(void)
 	clean_target -= clean_target / 8;
 }
 
+bool hz_classes_clear_in_cache(size_t bytes)
+{
+	return hz_cycle_soon(&hz_class_of(bytes)->cycle);
+}
+
 /* ---- the program's rhythm ----
  *
  * Whether the program's callocs come right after its frees, each of a
  * size the block just freed could serve, whatever their classes. A block
  * rounded up from a larger kept one and then grown (calloc 4 MiB from a
  * kept 8 MiB block, realloc to 8 MiB one time in three) is freed in one
- * class and asked for in another, so no class's own run (rotation.h,
- * HZ_ROT_FREE_AT_ONCE) saw the cycle. Each free woke the thread, whose
+ * class and asked for in another, so no class's own run (cycle.h,
+ * HZ_CYCLE_AT_ONCE) saw the cycle. Each free woke the thread, whose
  * non-temporal clear pushed the block the program had just written out
  * of the cache, and the next calloc took a block so cleared, or the
  * clear over: the program's writes then fetched from memory what glibc's
@@ -214,7 +219,7 @@ static void rhythm_calloc(size_t size, uint64_t after_free_ns)
 
 struct hz_class_answer hz_classes_request(const struct hz_class_request *r)
 {
-	struct hz_class_answer a = { .map_spare = false, .reuse_missed = false };
+	struct hz_class_answer a = { .reuse_missed = false };
 
 	if (r->adapt && r->hit)
 		hz_class_hit(r->size, r->now, r->idle_since);
@@ -223,10 +228,8 @@ struct hz_class_answer hz_classes_request(const struct hz_class_request *r)
 	if (r->zero) {
 		hz_classes_calloc_seen(r->size);
 		rhythm_calloc(r->size, r->after_free_ns);
-		/* A spare is a block more: a guess, so at most HZ_GUESS_MAX. */
-		a.map_spare = hz_rotation_calloc(&hz_class_of(r->size)->rotation, r->now, r->served,
-						 r->start, r->after_free_ns,
-						 r->thread && r->size <= HZ_GUESS_MAX);
+		hz_cycle_calloc(&hz_class_of(r->size)->cycle, r->now, r->served, r->start,
+				r->after_free_ns);
 	}
 	return a;
 }
@@ -234,13 +237,13 @@ struct hz_class_answer hz_classes_request(const struct hz_class_request *r)
 struct hz_class_kept hz_classes_free(size_t size, uintptr_t start, uint64_t now, bool adapt)
 {
 	struct hz_class_kept k = {
-		.rotation = hz_rotation_freed(&hz_class_of(size)->rotation, start, now,
-					      rhythm.at_once >= HZ_ROTATION_RUN),
+		.cycle = hz_cycle_freed(&hz_class_of(size)->cycle, start, now,
+					rhythm.at_once >= HZ_CYCLE_RUN),
 		.warm = true,
 	};
 
 	rhythm.freed = size;
-	if (k.rotation != HZ_ROT_FREE_DROP && adapt) {
+	if (adapt) {
 		hz_class_freed(size, now);
 		k.warm = hz_class_warm(size);
 	}

@@ -1,22 +1,21 @@
 /* The size-class ledger: one table of what each size class of blocks
  * (hz_size_class: the floor of log2 of the bytes) has shown, and the
  * decisions drawn from it. The mechanisms report events to it and ask it;
- * it makes no system call and calls no other module but the rotation
- * trial (rotation.h), which runs on the rows it is handed.
+ * it makes no system call and calls no other module but the calloc
+ * cycle (cycle.h), which runs on the rows it is handed.
  *
  * Besides the rows, one figure for all sizes: the clean bytes the pre-zero
  * thread keeps ready for calloc. A row holds three kinds of evidence:
  *  - reuse: frees, hits, misses and the time from a free to its reuse,
  *    from which a freed block's stay in the cache comes (classes.c);
- *  - the two-block rotation trial's state (rotation.c runs the trial on
- *    the row: rotation.h);
+ *  - how its callocs follow its frees (cycle.c runs on the row:
+ *    cycle.h), which says how the thread clears its blocks;
  *  - page size: whether the class's last block was used densely, which
  *    lets its next fresh block take huge pages at once (backing.c), and
  *    the same for the program's own mmaps (preload/mmap.c, pieces.c),
  *    with the last of them left on 4 KiB pages, to be judged.
- * Reuse, rotation and the clean target are read and written inside the
- * cache's guard
- * (prezero.h), which serialises them; the page-size evidence is written by
+ * Reuse, the cycle and the clean target are read and written inside the
+ * cache's guard (prezero.h), which serialises them; the page-size evidence is written by
  * the promoter and the pre-zero thread and read by any thread that maps a
  * block, so it is one atomic byte. */
 #ifndef HZ_CLASSES_H
@@ -26,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rotation.h" /* a row's rotation, enum hz_rotation_served */
+#include "cycle.h" /* a row's cycle, enum hz_cycle_served */
 #include "times.h"
 
 /* One per bit of a size_t's size. */
@@ -40,11 +39,7 @@
  * allocations, kept 1025 MiB resident all that time before, 1 MiB after,
  * as under glibc). And the program's mmaps get huge pages at map time on
  * their class's evidence only up to this size (preload/mmap.c): a larger
- * one used sparsely would cost more on a wrong guess. So does the
- * rotation's spare (rotation.h), a block more on trial: at 128 and 256 MiB
- * its fresh faults cost more than it saved: calloc + write-all cycles of
- * 128-512 MiB ran up to 1.44x faster without it, and never measurably
- * slower (bench/RESULTS.md, "The rotation's spare up to 64 MiB"). */
+ * one used sparsely would cost more on a wrong guess. */
 #define HZ_GUESS_MAX ((size_t)64 << 20)
 
 /* Reuse of a class's blocks. Counts are halved as they grow, so they weigh
@@ -65,7 +60,7 @@ struct hz_class_reuse {
 
 struct hz_class {
 	struct hz_class_reuse reuse;
-	struct hz_class_rotation rotation;
+	struct hz_class_cycle cycle;
 	uint8_t dense; /* atomic: the last block was used densely */
 	uint8_t mmap_dense;     /* atomic: the last mmap judged was used densely */
 	uint8_t mmap_confirmed; /* atomic: dense verdicts since, in a row */
@@ -127,35 +122,31 @@ struct hz_class_request {
 	bool hit;            /* a cached span, or the thread's, fits it */
 	uint64_t idle_since; /* the hit's time of free (0: unknown) */
 	uint64_t decay_ns;   /* the cache's longest stay */
-	enum hz_rotation_served served; /* a calloc's, for its rotation */
-	uintptr_t start;     /* the dirty span's, for HZ_ROT_DIRTY */
-	bool thread;         /* pre-zero mode thread */
+	enum hz_cycle_served served; /* a calloc's, for its cycle */
+	uintptr_t start;     /* the span's, from the table */
 	uint64_t after_free_ns; /* since the calling thread's last free returned
 				 * (UINT64_MAX: none) */
 };
 
 /* What the ledger answers a request. */
 struct hz_class_answer {
-	bool map_spare;    /* map a fresh block, the spare, instead
-			    * (rotation.h): the span is left to the thread */
 	bool reuse_missed; /* a miss the cache let go (hz_class_missed) */
 };
 
 /* The one event of a request: its reuse (a hit or a miss, when the cache
- * adapts), a calloc's size for the clean target, and a calloc's rotation.
+ * adapts), a calloc's size for the clean target, and a calloc's cycle.
  * Inside the cache's guard. */
 struct hz_class_answer hz_classes_request(const struct hz_class_request *r);
 
 /* What the ledger answers the free of a block. */
 struct hz_class_kept {
-	enum hz_rotation_free rotation; /* by the class's rotation */
+	enum hz_cycle_free cycle; /* by the class's cycle */
 	bool warm; /* the class shows reuse: the thread may start for it */
 };
 
 /* The one event of a free: a block of size bytes at start, freed into the
- * cache at now, counted for its class's reuse (when the cache adapts,
- * unless the rotation gives it back) and its rotation. Inside the cache's
- * guard. */
+ * cache at now, counted for its class's reuse (when the cache adapts)
+ * and its cycle. Inside the cache's guard. */
 struct hz_class_kept hz_classes_free(size_t size, uintptr_t start, uint64_t now, bool adapt);
 
 /* ---- clean blocks: what the pre-zero thread prepares ---- */
@@ -170,6 +161,12 @@ size_t hz_classes_clean_target(void);
 /* The thread found the target met (or could not act on it): the target
  * fades, by an eighth a turn. */
 void hz_classes_clean_enough(void);
+
+/* Whether the thread clears a span of bytes with cached stores: its
+ * class's next calloc is likely to take it (hz_cycle_soon), so the
+ * program's first writes would find the lines the thread wrote. Inside
+ * the cache's guard. */
+bool hz_classes_clear_in_cache(size_t bytes);
 
 /* ---- page size ---- */
 

@@ -193,12 +193,15 @@ static bool starved(size_t bytes, uint64_t ns)
 
 /* Zero the span of job j (a copy, s) from the end down, unit by unit,
  * until done, claimed, or starved (a sparse span is dropped at once).
- * Returns the bytes from the start still dirty. */
+ * The span's start is the hint of a span to clear in the cache: its
+ * calloc's first writes come there (zero.h). Returns the bytes from the
+ * start still dirty. */
 static size_t zero_span(struct job *j, struct hz_span *s, enum hz_zero_method m)
 {
 	size_t unit_max = hz_cache_policy()->unit;
 	enum hz_zero_how how = hz_span_zero_how(s);
 	size_t top = hz_span_bytes(s), written = 0;
+	uintptr_t hint = j->in_cache && hz_zero_fits_cache(top) ? s->range.start : 0;
 	uint64_t t0 = hz_prim_now_ns();
 
 	if (m == HZ_ZERO_DROP) {
@@ -212,7 +215,7 @@ static size_t zero_span(struct job *j, struct hz_span *s, enum hz_zero_method m)
 		size_t w;
 
 		top -= unit;
-		w = hz_zero_with(s->range.start + top, unit, 0, m, how);
+		w = hz_zero_with(s->range.start + top, unit, hint, m, how);
 		written += w;
 		if (top > 0 && starved(w, hz_prim_now_ns() - u0)) {
 			__atomic_store_n(&pz_paused_until, hz_prim_now_ns() + HZ_THREAD_STUCK_NS,
@@ -225,6 +228,8 @@ static size_t zero_span(struct job *j, struct hz_span *s, enum hz_zero_method m)
 	}
 	hz_prezero_adapt_backing(s, m);
 	hz_stats_add(prezeroed_bytes, written);
+	if (hint != 0)
+		hz_stats_add(cleared_in_cache, written);
 	hz_stats_add(prezero_ns, hz_prim_now_ns() - t0);
 	return top;
 }
@@ -328,6 +333,7 @@ static struct job *take_job(int i, bool lazify)
 	j->span = e.span;
 	j->lazify = lazify;
 	j->clean = e.clean;
+	j->in_cache = !lazify && hz_classes_clear_in_cache(hz_span_bytes(&e.span));
 	j->idle_since = lazify ? e.idle_since : 0;
 	__atomic_store_n(&j->state, JOB_ZEROING, __ATOMIC_RELEASE);
 	return j;

@@ -34,6 +34,9 @@ struct job {
 	 * (prezero.c): the entry's state, kept through the job, and whether
 	 * the result is lazy (every page MADV_FREE'd). Written while FREE. */
 	bool lazify, clean, lazy;
+	/* Cleared with cached stores: its class's next calloc takes it
+	 * (hz_classes_clear_in_cache). Written while FREE. */
+	bool in_cache;
 	uint64_t idle_since;   /* ns; 0: the span is idle from its collection */
 };
 

@@ -21,7 +21,7 @@
 #include "prezero.h"
 #include "prim/prim.h"
 #include "recycle_impl.h"
-#include "rotation.h"
+#include "cycle.h"
 #include "stats.h"
 #include "zero.h"
 
@@ -113,30 +113,27 @@ static void put_back_rest(struct hz_span *span, size_t *dirty, size_t size,
 
 /* When this thread's last free that the ledger saw returned to the
  * program (ns; 0: none): a calloc's time "at once" after a free is the
- * program's own time between the two (rotation.c). */
+ * program's own time between the two (cycle.c). */
 static __thread uint64_t free_returned_ns;
 
 /* How a calloc served by entry i (HZ_CACHE_ZEROING: the span the thread
  * is zeroing, claimed; -1: none, a fresh block) is noted. */
-static enum hz_rotation_served served_by(const struct hz_cache *c, int i)
+static enum hz_cycle_served served_by(const struct hz_cache *c, int i)
 {
 	if (i == HZ_CACHE_ZEROING)
-		return HZ_ROT_CLEARS;
+		return HZ_CYCLE_CLEARS;
 	if (i < 0)
-		return HZ_ROT_OTHER;
-	return c->entries[i].clean ? HZ_ROT_CLEAN : HZ_ROT_DIRTY;
+		return HZ_CYCLE_FRESH;
+	return c->entries[i].clean ? HZ_CYCLE_CLEAN : HZ_CYCLE_DIRTY;
 }
 
 /* Inside the guard: the request's one event for the ledger, served as
- * hz_cache_look chose (i). true: it maps the spare instead, and the guard
- * was left. */
-static bool ask_ledger(struct hz_cache *c, size_t size, bool zero, enum hz_prezero_opt mode,
-		       uint64_t now, int i)
+ * hz_cache_look chose (i). */
+static void tell_ledger(const struct hz_cache *c, size_t size, bool zero, uint64_t now, int i)
 {
 	struct hz_class_request r = {
 		.size = size, .now = now, .zero = zero, .adapt = c->adapt,
 		.hit = i != -1, .decay_ns = c->decay_ns, .served = served_by(c, i),
-		.thread = mode == HZ_PREZERO_OPT_THREAD,
 	};
 	struct hz_class_answer a;
 
@@ -150,17 +147,13 @@ static bool ask_ledger(struct hz_cache *c, size_t size, bool zero, enum hz_preze
 	a = hz_classes_request(&r);
 	if (a.reuse_missed)
 		hz_stats_add(cache_reuse_missed, 1);
-	if (a.map_spare)
-		hz_prezero_leave(); /* the dirty span stays, for the thread */
-	return a.map_spare;
 }
 
 /* A span for the request from the table, or the one the thread is zeroing,
  * with the pre-zero mode as it stood at the request; at a miss, the largest
  * smaller span, to grow. The table is visited twice, the look and the
- * serve, with the ledger asked in between. Returns 0 with the span and its
- * dirty bytes from the start, -EAGAIN: the ledger's spare is to be
- * mapped, or -ENOENT: none, or the guard was refused. */
+ * serve, with the ledger told in between. Returns 0 with the span and its
+ * dirty bytes from the start, or -ENOENT: none, or the guard was refused. */
 static int from_cache(size_t size, size_t align, bool zero, enum hz_prezero_opt mode,
 		      struct hz_cache_batch *b, struct hz_span *span, size_t *dirty)
 {
@@ -168,7 +161,7 @@ static int from_cache(size_t size, size_t align, bool zero, enum hz_prezero_opt 
 		.size = size, .align = align, .want_clean = zero,
 		.dirty_allowed = !zero || mode != HZ_PREZERO_OPT_OFF,
 	};
-	bool may_claim = true, asked = false;
+	bool may_claim = true, told = false;
 	struct hz_cache_entry e;
 	struct hz_span zeroing;
 	struct hz_cache *c;
@@ -186,9 +179,9 @@ static int from_cache(size_t size, size_t align, bool zero, enum hz_prezero_opt 
 		 * very block), until a claim of it was too slow. */
 		w.zeroing = may_claim && hz_prezero_zeroing(&zeroing) ? &zeroing : NULL;
 		i = hz_cache_look(c, now, &w, b);
-		if (!asked && ask_ledger(c, size, zero, mode, now, i))
-			return -EAGAIN;
-		asked = true;
+		if (!told)
+			tell_ledger(c, size, zero, now, i);
+		told = true;
 		if (i != HZ_CACHE_ZEROING)
 			break;
 		if (hz_prezero_claim(span, dirty) == 0) { /* leaves the guard */
@@ -273,7 +266,7 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 		return -ENOMEM;
 	if (hz_cache_policy()->cache_max == 0)
 		return hz_blocks_alloc(size, align, out);
-	/* The table, the reuse policy and the rotation count a request in the
+	/* The table, the reuse policy and the cycle count a request in the
 	 * size class of the block it gets, whole granules, as they count its
 	 * free: a 3 MiB request gets a 4 MiB block, and counted in the 2-4
 	 * MiB class its misses never met that block's frees in the 4-8 MiB
@@ -284,9 +277,7 @@ int hz_recycle_alloc(size_t size, size_t align, bool zero, void **out)
 	hz_prezero_release(&b);
 	if (ret != 0) {
 		hz_stats_add(cache_misses, 1);
-		/* The spare is a block more by design, on trial (rotation.h). */
-		if (ret != -EAGAIN)
-			hz_recycle_stay_within_peak(size);
+		hz_recycle_stay_within_peak(size);
 		hz_recycle_make_room(size, NULL);
 		return hz_blocks_alloc(size, align, out); /* fresh: zero */
 	}
@@ -387,12 +378,6 @@ void hz_recycle_free(void *p)
 	hz_cache_decay(c, e.idle_since, &b);
 	kept = hz_classes_free(hz_span_bytes(&e.span), e.span.range.start, hz_prim_now_ns(),
 			       c->adapt);
-	if (kept.rotation == HZ_ROT_FREE_DROP) { /* a spare goes */
-		hz_cache_batch_put(c, &b, &e.span);
-		hz_prezero_leave();
-		hz_prezero_release(&b);
-		return;
-	}
 	/* A cold free goes back at once while no thread would give it back
 	 * in time (hz_prezero_holds_probes); one of a class that shows reuse
 	 * is kept, and the thread starts for it (prezero_start.c). */
@@ -401,7 +386,7 @@ void hz_recycle_free(void *p)
 	note_use_of_released(&b, &e.span);
 	hz_prezero_release(&b);
 	wake = thread && !e.clean && (kept.warm || hz_prezero_welcome());
-	if (wake && kept.rotation == HZ_ROT_FREE_AT_ONCE) { /* its calloc comes first */
+	if (wake && kept.cycle == HZ_CYCLE_AT_ONCE) { /* its calloc comes first */
 		hz_stats_add(wakes_skipped, 1);
 		wake = false;
 	}

@@ -1,6 +1,6 @@
 /* How long the pre-zero thread and the program take, and wait, for one
  * another: the times the ledger (classes.h), the thread (prezero.h), the
- * rotation (rotation.h) and the promoter (promote.h) share. */
+ * calloc cycle (cycle.h) and the promoter (promote.h) share. */
 #ifndef HZ_TIMES_H
 #define HZ_TIMES_H
 
@@ -19,7 +19,7 @@
  * long between looks, which gives it the CPU when they share one, and the
  * thread waits as long for a program thread to leave the table; and a
  * calloc this soon after its class's free comes before a woken thread
- * could clear much of the block (rotation.h). */
+ * could clear much of the block (cycle.h). */
 #define HZ_THREAD_WAKE_NS 20000
 
 /* 1 s (four ticks): a block nobody reused this long is not in a cycle. A

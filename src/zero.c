@@ -40,8 +40,9 @@ static bool swap_possible(void)
 	return __atomic_load_n(&present, __ATOMIC_RELAXED);
 }
 
-/* A block about to be used (a calloc, hint set) that fits in half of the
- * last-level cache is cleared with cached stores: the program's first
+/* A block about to be used (a calloc, or a span the thread clears for the
+ * calloc that comes next: hint set) that fits in half of the last-level
+ * cache is cleared with cached stores: the program's first
  * writes then hit the cache instead of fetching lines non-temporal stores
  * sent to memory. Measured with calloc + write-all + free cycles
  * (bench/RESULTS.md): with 300 MiB of L3, 64 MiB (0.2 of it) 4.7-6.8x
@@ -49,18 +50,21 @@ static bool swap_possible(void)
  * 256 MiB (0.85) the other way round (2.0-2.4x against 3.2-3.5x); with 8
  * MiB of L3, 4 MiB (0.5) 0.29-0.33 ms a cycle cached against 0.49-0.56
  * non-temporal, 6 MiB (0.75) even, 8 MiB (1.0) 2.2-2.5 against 1.3-1.4. */
-static bool use_cached_stores(size_t len, uintptr_t hint)
+bool hz_zero_fits_cache(size_t len)
 {
 	static uint64_t llc = UINT64_MAX;
 	uint64_t v = __atomic_load_n(&llc, __ATOMIC_RELAXED);
 
-	if (hint == 0)
-		return false;
 	if (v == UINT64_MAX) {
 		v = hz_prim_llc_size();
 		__atomic_store_n(&llc, v, __ATOMIC_RELAXED);
 	}
 	return len <= v / 2;
+}
+
+static bool use_cached_stores(size_t len, uintptr_t hint)
+{
+	return hint != 0 && hz_zero_fits_cache(len);
 }
 
 /* ---- one residency pass per block ----

@@ -71,5 +71,9 @@ void hz_zero_on_hole(void (*mark)(uintptr_t start, size_t len));
  * cleared. */
 bool hz_zero_residency_trusted(void);
 
+/* Whether len bytes fit in half of the last-level cache: a clear given a
+ * hint (a block about to be used) that fits is done with cached stores,
+ * so the user's first writes find its lines (zero.c). */
+bool hz_zero_fits_cache(size_t len);
 
 #endif /* HZ_ZERO_H */

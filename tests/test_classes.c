@@ -1,7 +1,8 @@
 /* The size-class ledger (src/classes.h) on a clock of the test's own: when
  * a class turns warm and how long its blocks stay, a miss that a block let
  * go would have served, the spare beyond a class's cycle, the page-size
- * evidence, and which classes may try the rotation's spare. */
+ * evidence, the clean target, and the callocs that leave the thread
+ * asleep. */
 #include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -199,49 +200,22 @@ static void the_clean_target_is_eight_of_the_largest_calloc_and_fades_when_met(v
 	assert_true(hz_classes_clean_target() < SIZE / 1000);
 }
 
-/* The calloc (1-based) of a run of bytes' class, each taking over the clear
- * 3 ms after the last, at which the ledger maps a spare; 0: none in n. */
-static int spare_at(size_t bytes, int n)
-{
-	for (int i = 1; i <= n; i++) {
-		struct hz_class_request r = { .size = bytes, .now = now_ns, .zero = true,
-					      .decay_ns = DECAY, .served = HZ_ROT_CLEARS,
-					      .thread = true };
-
-		now_ns += 3 * MS;
-		if (hz_classes_request(&r).map_spare)
-			return i;
-	}
-	return 0;
-}
-
-static void a_spare_is_a_guess_tried_only_up_to_64_mib(void **state)
-{
-	(void)state;
-	/* After 32 callocs in a row that clear (rotation.c, FIRST_RUN), the
-	 * first of which has no period yet. */
-	assert_int_equal(spare_at(SIZE, 100), 34);
-	assert_int_equal(spare_at(2 * SIZE, 100), 0);
-	assert_int_equal(spare_at(HZ_GUESS_MAX + 4096, 100), 0);
-}
-
 /* A calloc of bytes, after_free_ns after the last free, served by a
  * clean span (one the thread cleared, not the block just freed). */
-static bool calloc_after(size_t bytes, uint64_t after_free_ns)
+static void calloc_after(size_t bytes, uint64_t after_free_ns)
 {
 	struct hz_class_request r = { .size = bytes, .zero = true, .decay_ns = DECAY,
-				      .served = HZ_ROT_CLEAN, .thread = true,
-				      .after_free_ns = after_free_ns };
+				      .served = HZ_CYCLE_CLEAN, .after_free_ns = after_free_ns };
 
 	now_ns += after_free_ns;
 	r.now = now_ns;
-	return hz_classes_request(&r).map_spare;
+	hz_classes_request(&r);
 }
 
-static enum hz_rotation_free free_of(size_t bytes)
+static enum hz_cycle_free free_of(size_t bytes)
 {
 	now_ns += MS;
-	return hz_classes_free(bytes, 0x40000000, now_ns, true).rotation;
+	return hz_classes_free(bytes, 0x40000000, now_ns, true).cycle;
 }
 
 /* The program's rhythm: callocs that each come right after a free of a
@@ -252,19 +226,19 @@ static enum hz_rotation_free free_of(size_t bytes)
 static void callocs_right_after_frees_leave_the_thread_asleep(void **state)
 {
 	(void)state;
-	for (int i = 0; i < HZ_ROTATION_RUN; i++) {
-		assert_int_equal(free_of(i % 2 ? 8 * MiB : 6 * MiB), HZ_ROT_FREE_KEEP);
-		assert_false(calloc_after(6 * MiB, 5000));
+	for (int i = 0; i < HZ_CYCLE_RUN; i++) {
+		assert_int_equal(free_of(i % 2 ? 8 * MiB : 6 * MiB), HZ_CYCLE_KEEP);
+		calloc_after(6 * MiB, 5000);
 	}
-	assert_int_equal(free_of(8 * MiB), HZ_ROT_FREE_AT_ONCE);
-	assert_false(calloc_after(16 * MiB, 5000)); /* larger than the block freed */
-	assert_int_equal(free_of(8 * MiB), HZ_ROT_FREE_KEEP);
-	for (int i = 0; i < HZ_ROTATION_RUN; i++) {
-		assert_int_equal(free_of(16 * MiB), HZ_ROT_FREE_KEEP);
-		assert_false(calloc_after(6 * MiB, i == 3 ? 2 * HZ_THREAD_WAKE_NS : 5000));
+	assert_int_equal(free_of(8 * MiB), HZ_CYCLE_AT_ONCE);
+	calloc_after(16 * MiB, 5000); /* larger than the block freed */
+	assert_int_equal(free_of(8 * MiB), HZ_CYCLE_KEEP);
+	for (int i = 0; i < HZ_CYCLE_RUN; i++) {
+		assert_int_equal(free_of(16 * MiB), HZ_CYCLE_KEEP);
+		calloc_after(6 * MiB, i == 3 ? 2 * HZ_THREAD_WAKE_NS : 5000);
 	}
 	/* The fourth came late: only four in a row since. */
-	assert_int_equal(free_of(16 * MiB), HZ_ROT_FREE_KEEP);
+	assert_int_equal(free_of(16 * MiB), HZ_CYCLE_KEEP);
 }
 
 /* The last mmap of a class left on 4 KiB pages is held in the class's row
@@ -311,7 +285,6 @@ int main(void)
 		cmocka_unit_test_setup(forgetting_reuse_keeps_the_page_size_evidence, reset),
 		cmocka_unit_test_setup(
 			the_clean_target_is_eight_of_the_largest_calloc_and_fades_when_met, reset),
-		cmocka_unit_test_setup(a_spare_is_a_guess_tried_only_up_to_64_mib, reset),
 		cmocka_unit_test_setup(
 			callocs_right_after_frees_leave_the_thread_asleep, reset),
 		cmocka_unit_test_setup(the_last_lazy_mmap_of_a_class_is_held_until_taken, reset),

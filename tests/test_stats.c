@@ -155,7 +155,7 @@ static void json_report_has_every_key(void **state)
 	" \"callocs\": 17, \"calloc_bytes\": 123456789, \"cleared_bytes\": 987654321, \"clear_ns\": 123456789,\n"
 	" \"cache_hits\": 1000, \"cache_misses\": 234, \"cache_grown\": 5, \"cache_bytes\": 67108864, \"cache_released_bytes\": 5000000000, \"cache_lazy_bytes\": 134217728, \"prezeroed_bytes\": 777777777, \"prezero_ns\": 0, \"takeovers\": 3, \"takeovers_abandoned\": 1, \"cache_passed_by\": 2, \"prezero_starved\": 4, \"assisted_bytes\": 33554432,\n"
 	" \"lock_waits\": 8, \"lock_wait_ns\": 2500000,\n"
-	" \"rotation_trials\": 0, \"rotation_lost\": 0, \"wakes_skipped\": 0, \"callocs_late\": 0,\n"
+	" \"cleared_in_cache\": 0, \"wakes_skipped\": 0, \"callocs_late\": 0,\n"
 	" \"cache_no_reuse\": 0, \"cache_no_reuse_bytes\": 0, \"cache_reuse_missed\": 0, \"cache_peak_bytes\": 0, \"cache_limit_unknown\": 0,\n"
 	" \"zeroed_bytes\": 0, \"dropped_bytes\": 0, \"zero_page_bytes\": 0,\n"
 	" \"thp_demoted\": 2, \"thp_promoted\": 9, \"thp_program_advised\": 3,\n"

@@ -27,7 +27,7 @@
 #include "blocks.h"
 #include "classes.h"
 #include "recycle.h"
-#include "rotation.h"
+#include "cycle.h"
 #include "prim/prim.h"
 #include "promote_density.h"
 #include "stats.h"
@@ -256,8 +256,8 @@ static void single_thread_sequence_keeps_contents(void **state)
  * MiB request gets a 4 MiB block) reuses that block: the reuse policy
  * counts the request's misses and the block's frees in one size class.
  * Counted apart, every free was given back unreused and every calloc
- * faulted a fresh block. Learning costs a fresh block or two, a rotation
- * trial a spare: not more than five of forty. */
+ * faulted a fresh block. Learning costs a fresh block or two: not more
+ * than five of forty. */
 #define ROUNDED_CYCLES 40
 
 static void a_cycle_of_a_rounded_up_size_reuses_its_block(void **state)
@@ -690,7 +690,7 @@ static void a_grown_tail_follows_its_front(void **state)
  * single-threaded one's do only once its class shows reuse). The thread
  * woken at each free came too late to clear anything, and the wake cost
  * the cycle more than the calloc's own clear of the page. Once the
- * class's callocs come right after its frees (HZ_ROT_FREE_AT_ONCE, rotation.h),
+ * class's callocs come right after its frees (HZ_CYCLE_AT_ONCE, cycle.h),
  * a free leaves the thread asleep: after the first FIRST_BYTE_LEARN
  * cycles, all but 2 of the rest.
  *
@@ -698,11 +698,11 @@ static void a_grown_tail_follows_its_front(void **state)
  * next calloc can take longer than that on a slow CPU (qemu-user: CI once
  * saw 12 of 20), or when either is preempted. The library counts each
  * calloc that came later by its own clock (callocs_late): one may break
- * the class's run, and the next HZ_ROTATION_RUN frees wake the thread.
+ * the class's run, and the next HZ_CYCLE_RUN frees wake the thread.
  * Those are allowed for; past half the frees the rule cannot be seen,
  * and the test skips. (Timing the cycle here instead missed a calloc
  * preempted between its call and its pick.) */
-#define FIRST_BYTE_CYCLES 30 /* before the rotation's first trial, 32 */
+#define FIRST_BYTE_CYCLES 30
 #define FIRST_BYTE_LEARN 10
 
 static void *no_work(void *arg)
@@ -740,7 +740,7 @@ static void a_first_byte_cycle_leaves_the_thread_asleep(void **state)
 		      "callocs came late\n",
 		      (unsigned long long)skipped, rest, (unsigned long long)late,
 		      FIRST_BYTE_CYCLES - 1);
-	expected = rest - 2 - (int)late * HZ_ROTATION_RUN;
+	expected = rest - 2 - (int)late * HZ_CYCLE_RUN;
 	if (expected < rest / 2) {
 		print_message("[  SKIP    ] %llu callocs of %d came %d us or more after their free "
 			      "(a slow or emulated CPU), too many to see the rule\n",
