@@ -123,7 +123,7 @@ struct hz_class_request {
 	uint64_t idle_since; /* the hit's time of free (0: unknown) */
 	uint64_t decay_ns;   /* the cache's longest stay */
 	enum hz_cycle_served served; /* a calloc's, for its cycle */
-	uintptr_t start;     /* the span's, from the table */
+	uintptr_t start;     /* the span's, from the table or the thread */
 	uint64_t after_free_ns; /* since the calling thread's last free returned
 				 * (UINT64_MAX: none) */
 };

@@ -19,11 +19,10 @@ void hz_cycle_calloc(struct hz_class_cycle *k, uint64_t now, enum hz_cycle_serve
 {
 	bool freed = k->freed_at > k->last;
 	bool at_once = freed && after_free_ns < HZ_THREAD_WAKE_NS;
-	/* The span the thread was clearing is, in a cycle, the block just
-	 * freed; a span from the table counts only when it is that block
-	 * (many blocks freed in turn also leave spans there). */
-	bool took = how == HZ_CYCLE_CLEARS ||
-		    ((how == HZ_CYCLE_DIRTY || how == HZ_CYCLE_CLEAN) && start == k->freed);
+	/* Only the block freed last: many blocks freed in turn also leave
+	 * spans in the table, and clearing those in the cache would fill it
+	 * for nothing. */
+	bool took = how != HZ_CYCLE_FRESH && start == k->freed;
 
 	if (freed && !at_once)
 		hz_stats_add(callocs_late, 1);

@@ -8,8 +8,8 @@
  *  - each came right after its free, before a woken thread could clear
  *    much (HZ_CYCLE_AT_ONCE): the thread stays asleep and the calloc
  *    clears the block alone, in the cache;
- *  - each took the block its class freed last, or the one the thread was
- *    clearing (hz_cycle_soon): the thread clears it with cached stores
+ *  - each took the block its class freed last, cleared, dirty or still
+ *    being cleared (hz_cycle_soon): the thread clears it with cached stores
  *    (where it fits in half the last-level cache: zero.h), so the
  *    program's first writes and reads find it in the cache.
  * Either way the class keeps one block. A second one, a spare the thread
@@ -46,9 +46,9 @@ enum hz_cycle_served {
 	HZ_CYCLE_FRESH,  /* a fresh block */
 };
 
-/* A calloc of k's class at now (ns), served so (start: the span's, for
- * HZ_CYCLE_DIRTY and HZ_CYCLE_CLEAN), after_free_ns after the calling
- * thread's last free returned (UINT64_MAX: none). */
+/* A calloc of k's class at now (ns), served so (start: the span's, but
+ * for HZ_CYCLE_FRESH), after_free_ns after the calling thread's last free
+ * returned (UINT64_MAX: none). */
 void hz_cycle_calloc(struct hz_class_cycle *k, uint64_t now, enum hz_cycle_served how,
 		     uintptr_t start, uint64_t after_free_ns);
 

@@ -128,8 +128,10 @@ static enum hz_cycle_served served_by(const struct hz_cache *c, int i)
 }
 
 /* Inside the guard: the request's one event for the ledger, served as
- * hz_cache_look chose (i). */
-static void tell_ledger(const struct hz_cache *c, size_t size, bool zero, uint64_t now, int i)
+ * hz_cache_look chose (i; zeroing: the thread's span, when i is
+ * HZ_CACHE_ZEROING). */
+static void tell_ledger(const struct hz_cache *c, size_t size, bool zero, uint64_t now, int i,
+			const struct hz_span *zeroing)
 {
 	struct hz_class_request r = {
 		.size = size, .now = now, .zero = zero, .adapt = c->adapt,
@@ -143,6 +145,8 @@ static void tell_ledger(const struct hz_cache *c, size_t size, bool zero, uint64
 	if (i >= 0) {
 		r.idle_since = c->entries[i].idle_since;
 		r.start = c->entries[i].span.range.start;
+	} else if (i == HZ_CACHE_ZEROING) {
+		r.start = zeroing->range.start;
 	}
 	a = hz_classes_request(&r);
 	if (a.reuse_missed)
@@ -180,7 +184,7 @@ static int from_cache(size_t size, size_t align, bool zero, enum hz_prezero_opt 
 		w.zeroing = may_claim && hz_prezero_zeroing(&zeroing) ? &zeroing : NULL;
 		i = hz_cache_look(c, now, &w, b);
 		if (!told)
-			tell_ledger(c, size, zero, now, i);
+			tell_ledger(c, size, zero, now, i, &zeroing);
 		told = true;
 		if (i != HZ_CACHE_ZEROING)
 			break;

@@ -25,7 +25,7 @@
 #define HZ_NS_PER_MS 1000000ull
 
 /* The size class of bytes, the floor of its log2 (0 for 0): what the
- * cache, the promoter and the rotation keep their counts per. */
+ * cache, the promoter and the ledger (classes.h) keep their counts per. */
 static inline unsigned hz_size_class(size_t bytes)
 {
 	return bytes ? 63u - (unsigned)__builtin_clzll((unsigned long long)bytes) : 0;

@@ -26,8 +26,11 @@ enum hz_zero_how {
  *    dropped with one call.
  *  - Dense use: runs of resident pages are cleared with hz_clear, which is
  *    faster than the kernel's fault-time clearing and keeps the pages mapped
- *    (on virtual machines, pages given back are slow to get again). The run
- *    holding hint is cleared last, with the hint, so it is in the cache.
+ *    (on virtual machines, pages given back are slow to get again). Given
+ *    a hint (a block about to be used; 0: none), a range that fits in half
+ *    the last-level cache (hz_zero_fits_cache) is cleared with cached
+ *    stores, wherever the hint lies, and the run holding the hint last, so
+ *    it is in the cache; otherwise with non-temporal stores.
  * This relies on mincore and MADV_DONTNEED behaving as on Linux; a start-up
  * probe checks both, and without them the whole range is cleared.
  * A range with a hole (hz_zero_choose) is not written at all.
