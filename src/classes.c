@@ -228,8 +228,7 @@ struct hz_class_answer hz_classes_request(const struct hz_class_request *r)
 	if (r->zero) {
 		hz_classes_calloc_seen(r->size);
 		rhythm_calloc(r->size, r->after_free_ns);
-		hz_cycle_calloc(&hz_class_of(r->size)->cycle, r->now, r->served, r->start,
-				r->after_free_ns);
+		hz_cycle_calloc(&hz_class_of(r->size)->cycle, r->now, r->start, r->after_free_ns);
 	}
 	return a;
 }

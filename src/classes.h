@@ -15,9 +15,9 @@
  *    the same for the program's own mmaps (preload/mmap.c, pieces.c),
  *    with the last of them left on 4 KiB pages, to be judged.
  * Reuse, the cycle and the clean target are read and written inside the
- * cache's guard (prezero.h), which serialises them; the page-size evidence is written by
- * the promoter and the pre-zero thread and read by any thread that maps a
- * block, so it is one atomic byte. */
+ * cache's guard (prezero.h), which serialises them; the page-size evidence
+ * is written by the promoter and the pre-zero thread and read by any
+ * thread that maps a block, so it is one atomic byte. */
 #ifndef HZ_CLASSES_H
 #define HZ_CLASSES_H
 
@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cycle.h" /* a row's cycle, enum hz_cycle_served */
+#include "cycle.h" /* a row's cycle */
 #include "times.h"
 
 /* One per bit of a size_t's size. */
@@ -122,8 +122,8 @@ struct hz_class_request {
 	bool hit;            /* a cached span, or the thread's, fits it */
 	uint64_t idle_since; /* the hit's time of free (0: unknown) */
 	uint64_t decay_ns;   /* the cache's longest stay */
-	enum hz_cycle_served served; /* a calloc's, for its cycle */
-	uintptr_t start;     /* the span's, from the table or the thread */
+	uintptr_t start;     /* the span's, from the table or the thread's
+			      * (0: a fresh block), for a calloc's cycle */
 	uint64_t after_free_ns; /* since the calling thread's last free returned
 				 * (UINT64_MAX: none) */
 };

@@ -14,15 +14,15 @@ static uint32_t counted(uint32_t run, bool more)
  * the thread could clear in, and it cost up to 50 us on a VM where a wake
  * crosses to the other vCPU (the Xeon AMX VM), so counted from the free
  * no calloc ever came at once there, and every free woke the thread. */
-void hz_cycle_calloc(struct hz_class_cycle *k, uint64_t now, enum hz_cycle_served how,
-		     uintptr_t start, uint64_t after_free_ns)
+void hz_cycle_calloc(struct hz_class_cycle *k, uint64_t now, uintptr_t start,
+		     uint64_t after_free_ns)
 {
 	bool freed = k->freed_at > k->last;
 	bool at_once = freed && after_free_ns < HZ_THREAD_WAKE_NS;
 	/* Only the block freed last: many blocks freed in turn also leave
 	 * spans in the table, and clearing those in the cache would fill it
 	 * for nothing. */
-	bool took = how != HZ_CYCLE_FRESH && start == k->freed;
+	bool took = start != 0 && start == k->freed;
 
 	if (freed && !at_once)
 		hz_stats_add(callocs_late, 1);

@@ -38,19 +38,11 @@ struct hz_class_cycle {
 	uint32_t took;     /* callocs in a row that took the block freed last */
 };
 
-/* How a calloc is served. */
-enum hz_cycle_served {
-	HZ_CYCLE_CLEARS, /* the span the thread was zeroing, taken over */
-	HZ_CYCLE_DIRTY,  /* a dirty span from the table */
-	HZ_CYCLE_CLEAN,  /* a clean span from the table */
-	HZ_CYCLE_FRESH,  /* a fresh block */
-};
-
-/* A calloc of k's class at now (ns), served so (start: the span's, but
- * for HZ_CYCLE_FRESH), after_free_ns after the calling thread's last free
- * returned (UINT64_MAX: none). */
-void hz_cycle_calloc(struct hz_class_cycle *k, uint64_t now, enum hz_cycle_served how,
-		     uintptr_t start, uint64_t after_free_ns);
+/* A calloc of k's class at now (ns), served by the kept span at start,
+ * from the table or the thread's (0: a fresh block), after_free_ns after
+ * the calling thread's last free returned (UINT64_MAX: none). */
+void hz_cycle_calloc(struct hz_class_cycle *k, uint64_t now, uintptr_t start,
+		     uint64_t after_free_ns);
 
 /* What the free of a block is to do, by its class's rhythm. */
 enum hz_cycle_free {

@@ -17,11 +17,11 @@
 #include "blocks.h"
 #include "cache.h"
 #include "classes.h"
+#include "cycle.h"
 #include "log.h"
 #include "prezero.h"
 #include "prim/prim.h"
 #include "recycle_impl.h"
-#include "cycle.h"
 #include "stats.h"
 #include "zero.h"
 
@@ -116,17 +116,6 @@ static void put_back_rest(struct hz_span *span, size_t *dirty, size_t size,
  * program's own time between the two (cycle.c). */
 static __thread uint64_t free_returned_ns;
 
-/* How a calloc served by entry i (HZ_CACHE_ZEROING: the span the thread
- * is zeroing, claimed; -1: none, a fresh block) is noted. */
-static enum hz_cycle_served served_by(const struct hz_cache *c, int i)
-{
-	if (i == HZ_CACHE_ZEROING)
-		return HZ_CYCLE_CLEARS;
-	if (i < 0)
-		return HZ_CYCLE_FRESH;
-	return c->entries[i].clean ? HZ_CYCLE_CLEAN : HZ_CYCLE_DIRTY;
-}
-
 /* Inside the guard: the request's one event for the ledger, served as
  * hz_cache_look chose (i; zeroing: the thread's span, when i is
  * HZ_CACHE_ZEROING). */
@@ -135,7 +124,7 @@ static void tell_ledger(const struct hz_cache *c, size_t size, bool zero, uint64
 {
 	struct hz_class_request r = {
 		.size = size, .now = now, .zero = zero, .adapt = c->adapt,
-		.hit = i != -1, .decay_ns = c->decay_ns, .served = served_by(c, i),
+		.hit = i != -1, .decay_ns = c->decay_ns,
 	};
 	struct hz_class_answer a;
 

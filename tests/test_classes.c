@@ -205,7 +205,7 @@ static void the_clean_target_is_eight_of_the_largest_calloc_and_fades_when_met(v
 static void calloc_after(size_t bytes, uint64_t after_free_ns)
 {
 	struct hz_class_request r = { .size = bytes, .zero = true, .decay_ns = DECAY,
-				      .served = HZ_CYCLE_CLEAN, .after_free_ns = after_free_ns };
+				      .start = 0x50000000, .after_free_ns = after_free_ns };
 
 	now_ns += after_free_ns;
 	r.now = now_ns;

@@ -33,12 +33,12 @@ static struct hz_class_cycle *row(size_t bytes)
 	return &hz_class_of(bytes)->cycle;
 }
 
-/* A calloc of SIZE, after_us after the last free returned, served so by
- * the span at start. */
-static void calloc_served(unsigned after_us, enum hz_cycle_served how, uintptr_t start)
+/* A calloc of SIZE, after_us after the last free returned, served by
+ * the kept span at start (0: a fresh block). */
+static void calloc_served(unsigned after_us, uintptr_t start)
 {
 	clock_ns += after_us * 1000ull;
-	hz_cycle_calloc(row(SIZE), clock_ns, how, start, after_us * 1000ull);
+	hz_cycle_calloc(row(SIZE), clock_ns, start, after_us * 1000ull);
 }
 
 /* A free of SIZE's block at FREED, after the program's 1 ms write: what
@@ -61,64 +61,57 @@ static void callocs_right_after_their_frees_leave_the_thread_asleep(void **state
 	(void)state;
 	for (int i = 0; i < HZ_CYCLE_RUN; i++) {
 		assert_int_equal(free_now(), HZ_CYCLE_KEEP);
-		calloc_served(3, HZ_CYCLE_DIRTY, FREED);
+		calloc_served(3, FREED);
 	}
 	/* HZ_CYCLE_RUN callocs came right after their frees: the next free
 	 * lets the thread sleep, in their class only. Its calloc comes 100
 	 * us later, when the thread could have cleared 2 MiB. */
 	assert_int_equal(hz_cycle_freed(row(8 * MiB), 0x50000000, clock_ns, false), HZ_CYCLE_KEEP);
 	assert_int_equal(free_now(), HZ_CYCLE_AT_ONCE);
-	calloc_served(100, HZ_CYCLE_DIRTY, FREED);
+	calloc_served(100, FREED);
 	for (int i = 0; i < HZ_CYCLE_RUN; i++) {
 		assert_int_equal(free_now(), HZ_CYCLE_KEEP);
-		calloc_served(19, HZ_CYCLE_DIRTY, FREED);
+		calloc_served(19, FREED);
 	}
 	assert_int_equal(free_now(), HZ_CYCLE_AT_ONCE);
-	calloc_served(19, HZ_CYCLE_DIRTY, FREED);
+	calloc_served(19, FREED);
 	/* A calloc with no free of its class since the last one. */
-	calloc_served(1, HZ_CYCLE_CLEARS, FREED);
+	calloc_served(1, FREED);
 	assert_int_equal(free_now(), HZ_CYCLE_KEEP);
 	/* The program's rhythm, whatever the class's. */
 	assert_int_equal(hz_cycle_freed(row(SIZE), FREED, clock_ns, true), HZ_CYCLE_AT_ONCE);
 }
 
-/* Late callocs that take the block their class freed last, in whatever
- * state the thread left it, make its next blocks cleared in the cache;
- * another block (from the table or the thread), or a fresh one, breaks
- * the run. */
+/* HZ_CYCLE_RUN frees, each followed 500 us later by a calloc served by
+ * the span at start. */
+static void cycles_taking(uintptr_t start)
+{
+	for (int i = 0; i < HZ_CYCLE_RUN; i++) {
+		assert_int_equal(free_now(), HZ_CYCLE_KEEP); /* late: the thread is woken */
+		calloc_served(500, start);
+	}
+}
+
+/* Callocs that take the block their class freed last (whether the thread
+ * cleared it, was clearing it or had not begun) make its next blocks
+ * cleared in the cache; a span freed earlier (as when many blocks are
+ * freed in turn, where clearing in the cache would fill it for nothing),
+ * or a fresh block, breaks the run. */
 static void callocs_of_the_block_freed_last_have_it_cleared_in_the_cache(void **state)
 {
-	static const enum hz_cycle_served took[] = { HZ_CYCLE_CLEARS, HZ_CYCLE_DIRTY,
-						     HZ_CYCLE_CLEAN };
-
 	(void)state;
-	for (int i = 0; i < HZ_CYCLE_RUN; i++) {
-		assert_false(hz_classes_clear_in_cache(SIZE));
-		assert_int_equal(free_now(), HZ_CYCLE_KEEP);
-		calloc_served(500, took[i % 3], FREED);
-	}
+	cycles_taking(0x48000000);
+	assert_false(hz_classes_clear_in_cache(SIZE));
+	cycles_taking(FREED);
 	assert_true(hz_classes_clear_in_cache(SIZE));
 	assert_true(hz_classes_clear_in_cache(SIZE + MiB)); /* its class */
 	assert_false(hz_classes_clear_in_cache(8 * MiB));
-	/* Late as they came, the thread was woken for each. */
-	assert_int_equal(free_now(), HZ_CYCLE_KEEP);
-	/* A span freed before the last, as when many blocks are freed in
-	 * turn: clearing it in the cache would fill the cache for nothing. */
-	calloc_served(500, HZ_CYCLE_DIRTY, 0x48000000);
+	free_now();
+	calloc_served(500, 0x48000000);
 	assert_false(hz_classes_clear_in_cache(SIZE));
-	for (int i = 0; i < HZ_CYCLE_RUN; i++) {
-		free_now();
-		calloc_served(500, HZ_CYCLE_CLEARS, FREED);
-	}
+	cycles_taking(FREED);
 	assert_true(hz_classes_clear_in_cache(SIZE));
-	calloc_served(500, HZ_CYCLE_CLEARS, 0x48000000); /* the thread's, not the last */
-	assert_false(hz_classes_clear_in_cache(SIZE));
-	for (int i = 0; i < HZ_CYCLE_RUN; i++) {
-		free_now();
-		calloc_served(500, HZ_CYCLE_CLEAN, FREED);
-	}
-	assert_true(hz_classes_clear_in_cache(SIZE));
-	calloc_served(500, HZ_CYCLE_FRESH, 0);
+	calloc_served(500, 0);
 	assert_false(hz_classes_clear_in_cache(SIZE));
 }
 
