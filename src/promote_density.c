@@ -43,7 +43,7 @@ int hz_promote_dense(uintptr_t start, size_t n, bool *yes)
 	ret = hz_prim_residency(start, n * HZ_SZ_2M, count_missing, &d);
 	*yes = ret == 0;
 	for (size_t i = 0; i < n && *yes; i++)
-		*yes = missing[i] <= HZ_PROMOTE_DENSE_MISSING;
+		*yes = missing[i] <= HZ_SPARSE_PAGES;
 	return ret == -ENOMEM ? ret : 0;
 }
 
@@ -63,7 +63,7 @@ enum hz_front hz_promote_front_judge(const uint16_t *resident, size_t n, size_t 
 			continue;
 		touched = true;
 		last = i;
-		if (HZ_SZ_2M / HZ_SZ_4K - resident[i] <= HZ_PROMOTE_DENSE_MISSING)
+		if (HZ_SZ_2M / HZ_SZ_4K - resident[i] <= HZ_SPARSE_PAGES)
 			whole++;
 		else
 			partial++;
@@ -122,7 +122,7 @@ enum hz_front hz_promote_front_strided(const uint16_t *resident, size_t n, uint1
 	size_t reached = 0;
 
 	*level = hz_promote_front_level(resident, n, true);
-	if (*level < HZ_FRONT_STRIDED_MIN)
+	if (*level < HZ_SPARSE_PAGES)
 		return *level == 0 ? HZ_FRONT_WAIT : HZ_FRONT_SPARSE;
 	for (size_t i = 0; i < n; i++) {
 		if (resident[i] < *level)
@@ -134,7 +134,7 @@ enum hz_front hz_promote_front_strided(const uint16_t *resident, size_t n, uint1
 	if (reached <= HZ_FRONT_EDGES)
 		return HZ_FRONT_WAIT;
 	return (size_t)(most - *level) <=
-			       1 + (size_t)*level * HZ_PROMOTE_DENSE_MISSING /
+			       1 + (size_t)*level * HZ_SPARSE_PAGES /
 					   (HZ_SZ_2M / HZ_SZ_4K)
 		       ? HZ_FRONT_DENSE
 		       : HZ_FRONT_SPARSE;
@@ -165,7 +165,7 @@ enum hz_front hz_promote_used(uintptr_t start, size_t len, uint16_t *resident, s
 		return HZ_FRONT_WAIT; /* unmapped since: no evidence */
 	if (ret != 0)
 		return HZ_FRONT_SPARSE; /* unreadable: never a guess for huge pages */
-	may_miss = HZ_PROMOTE_DENSE_MISSING * unit / HZ_SZ_2M;
+	may_miss = HZ_SPARSE_PAGES * unit / HZ_SZ_2M;
 	for (size_t i = 0; i < n; i++) {
 		if (resident[i] == 0)
 			continue;

@@ -1,7 +1,7 @@
 /* Which 2 MiB pages of a range are dense enough to collapse: the
  * promoter's (promote.c) one question to the page tables.
  *
- * A 2 MiB page is dense when at most HZ_PROMOTE_DENSE_MISSING of its 512
+ * A 2 MiB page is dense when at most HZ_SPARSE_PAGES (sizes.h) of its 512
  * 4 KiB pages are not resident (mincore, or PAGEMAP_SCAN: prim/memory.h),
  * so a collapse adds at most 6% to the RSS of what it collapses, and a
  * sparse table (a page in every few MiB: tests/hostile/sparse.c, xz's
@@ -13,11 +13,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* 32 of 512 pages (6%) may be missing: random updates fill a table's pages
- * unevenly, and requiring all 512 would leave a 4 GiB table touched 5 M
- * times almost entirely on 4 KiB pages (each page resident with
- * probability 0.993, all 512 of a range with 0.03). */
-#define HZ_PROMOTE_DENSE_MISSING 32
+#include "sizes.h"
+
+/* 32 of 512 pages (6%, HZ_SPARSE_PAGES) may be missing: random updates
+ * fill a table's pages unevenly, and requiring all 512 would leave a 4 GiB
+ * table touched 5 M times almost entirely on 4 KiB pages (each page
+ * resident with probability 0.993, all 512 of a range with 0.03). */
 /* 2 MiB pages asked about at once at most (8 GiB): a count each on the
  * stack. */
 #define HZ_PROMOTE_DENSE_MAX 4096
@@ -36,7 +37,7 @@ int hz_promote_dense(uintptr_t start, size_t n, bool *yes);
  * writing densely, and at most the one 2 MiB page it stops in otherwise.
  * So the promoter looks at a new range's residency every few ms and
  * judges it by the 2 MiB pages touched so far:
- *  - dense: at least one is whole (HZ_PROMOTE_DENSE_MISSING) and at most
+ *  - dense: at least one is whole (HZ_SPARSE_PAGES missing) and at most
  *    HZ_FRONT_EDGES more are partly written, the edges a sequential
  *    writer (or one per thread) is filling now: advise THP from the page
  *    after the last one touched (the frontier) to the end, and below the
@@ -77,11 +78,10 @@ int hz_promote_front(uintptr_t start, size_t n, uint16_t *resident, enum hz_fron
  * hold even counts (hz_promote_front_strided), and whose every page holds
  * more at a later look, is being filled: its pages are collapsed at once
  * (promote_first.c), where THP advice cannot help a page already touched.
- * Each page must hold HZ_FRONT_STRIDED_MIN pages first, so a collapse at
+ * Each page must hold HZ_SPARSE_PAGES (sizes.h) first, so a collapse at
  * most multiplies the RSS of what it collapses by 16: stacks of 1 MiB in
  * one block, each touched a page or two deeper at a time, stay on 4 KiB
  * pages. */
-#define HZ_FRONT_STRIDED_MIN 32
 
 /* The count of the 2 MiB pages of resident[n] below which only
  * HZ_FRONT_EDGES of them fall (the pages a writer per thread is in now),
@@ -89,8 +89,8 @@ int hz_promote_front(uintptr_t start, size_t n, uint16_t *resident, enum hz_fron
 uint16_t hz_promote_front_level(const uint16_t *resident, size_t n, bool touched);
 
 /* Whether resident[n]'s touched pages, but for those below the level,
- * hold even counts, within one page and a 16th (HZ_PROMOTE_DENSE_MISSING
- * of 512) of each other, and at least HZ_FRONT_STRIDED_MIN: HZ_FRONT_DENSE
+ * hold even counts, within one page and a 16th (HZ_SPARSE_PAGES of 512)
+ * of each other, and at least HZ_SPARSE_PAGES: HZ_FRONT_DENSE
  * when they do, HZ_FRONT_SPARSE when they do not, HZ_FRONT_WAIT while too
  * few pages are touched or reach the level to tell (a writer's first
  * pass, part way). *level: the touched pages' level. Pure. */
@@ -101,7 +101,7 @@ enum hz_front hz_promote_front_strided(const uint16_t *resident, size_t n, uint1
  * The evidence a range leaves for the next of its size (preload/mmap.c,
  * preload/pieces.c), read once the program maps that next one. The range
  * is counted in units of 2 MiB, or as one unit when smaller; a unit is
- * whole when at most its share of HZ_PROMOTE_DENSE_MISSING is missing.
+ * whole when at most its share of HZ_SPARSE_PAGES is missing.
  * Huge pages over it would have cost the missing pages of every unit
  * touched, so it is:
  *  - dense: a unit is whole, and at most one other is touched in part

@@ -1,6 +1,7 @@
 /* The sizes every module speaks of, defined once: the page and huge-page
  * sizes of x86_64 and arm64 (4 KiB base pages), the cache line, and the
- * nanoseconds of a second; and the size class. */
+ * nanoseconds of a second; the share of a range that is sparse use; and the
+ * size class. */
 #ifndef HZ_SIZES_H
 #define HZ_SIZES_H
 
@@ -20,6 +21,15 @@
 /* 64 bytes: the line of every x86_64 and arm64 core the clearing kernels
  * run on (the line-sized stores and CLZERO assume it). */
 #define HZ_CACHE_LINE ((size_t)64)
+
+/* A 16th: the share of a range under which its use is sparse. A freed
+ * block used less is dropped, not cleared (zero.c); a 2 MiB page missing
+ * no more of its 4 KiB pages is dense, and a strided writer's pages must
+ * each hold as many before they are collapsed, which then multiplies
+ * their RSS by 16 at most (promote_density.h). */
+#define HZ_SPARSE_DIV 16
+/* So many of a 2 MiB page's 512 4 KiB pages: 32. */
+#define HZ_SPARSE_PAGES (HZ_SZ_2M / HZ_SZ_4K / HZ_SPARSE_DIV)
 
 #define HZ_NS_PER_SEC 1000000000ull
 #define HZ_NS_PER_MS 1000000ull

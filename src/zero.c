@@ -298,7 +298,8 @@ static size_t zero_resident_runs(uintptr_t start, size_t len, uintptr_t hint,
 	return w.written;
 }
 
-/* Sparse use, which is dropped: under 1/SPARSE_DIV of the pages resident.
+/* Sparse use, which is dropped: under 1/HZ_SPARSE_DIV (sizes.h) of the
+ * pages resident.
  * A dropped page the next user writes again costs a fault, a cleared one a
  * store: per 256 KiB run the drop and the faults after it took 113 us and
  * the clear 7.2 us on the 8 MiB-L3 AMD EPYC VM (DROP_RUN_MIN), and on the
@@ -309,7 +310,6 @@ static size_t zero_resident_runs(uintptr_t start, size_t len, uintptr_t hint,
  * are written 10-100% from their start, dropped 300 MiB that the next
  * users faulted back in 4 KiB pages: 140k faults, 2.3-2.6 s against
  * 1.7-1.8 (bench/RESULTS.md, "dense reuse earns THP"). */
-#define SPARSE_DIV 16
 
 /* Dense use, which earns huge pages (prezero_share.c): the 2 MiB ranges
  * holding the resident pages are at most twice their bytes, so that huge
@@ -337,7 +337,7 @@ int hz_zero_choose(uintptr_t start, size_t len, enum hz_zero_how how,
 	*method = HZ_ZERO_CLEAR;
 	if (how != HZ_ZERO_ANY || !hz_zero_residency_trusted())
 		return 0;
-	if (u.resident < len / SPARSE_DIV)
+	if (u.resident < len / HZ_SPARSE_DIV)
 		*method = HZ_ZERO_DROP;
 	else if (!dense(&u))
 		*method = HZ_ZERO_CLEAR_PART;

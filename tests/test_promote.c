@@ -197,7 +197,7 @@ static void first_touches_are_judged_dense_sparse_or_not_yet(void **state)
 
 /* The rule on a strided writer (promote_density.h): even counts in the
  * touched pages but for the HZ_FRONT_EDGES least, at least
- * HZ_FRONT_STRIDED_MIN each. */
+ * HZ_SPARSE_PAGES each. */
 static void even_counts_tell_a_strided_writer(void **state)
 {
 	static const struct {

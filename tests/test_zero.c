@@ -126,7 +126,7 @@ static enum hz_zero_method method_for(unsigned char *p)
 	return m;
 }
 
-/* Under half resident but not sparse (src/zero.c, SPARSE_DIV): cleared, as
+/* Under half resident but not sparse (src/zero.c, HZ_SPARSE_DIV): cleared, as
  * the next user likely writes those pages again and a drop would cost it a
  * fault per page. A quarter written from the start (a buffer filled in
  * part) is dense use, which earns huge pages; a quarter scattered over the
