@@ -129,7 +129,7 @@ static void late_calloc_cycle_reads_zero_and_is_cleared_in_the_cache(void **stat
 {
 	static const char zero[4096];
 	const struct timespec work = { .tv_nsec = 2 * 1000 * 1000 };
-	uint64_t before = __atomic_load_n(&hz_stats.cleared_in_cache, __ATOMIC_RELAXED);
+	uint64_t before = cleared_in_cache();
 	size_t len = 4 * MiB;
 	int i;
 
