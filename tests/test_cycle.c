@@ -122,7 +122,7 @@ static uint64_t cleared_in_cache(void)
 
 /* calloc, write all, free, then 2 ms of other work, as a program's loop
  * whose calloc comes late: every block the recycler hands out reads zero,
- * and within 512 cycles the thread clears the block in the cache for the
+ * and within 2048 cycles the thread clears the block in the cache for the
  * next calloc. Skipped where the block would not fit in half the
  * last-level cache. */
 static void late_calloc_cycle_reads_zero_and_is_cleared_in_the_cache(void **state)
@@ -145,7 +145,7 @@ static void late_calloc_cycle_reads_zero_and_is_cleared_in_the_cache(void **stat
 		skip();
 	}
 	hz_recycle_drain();
-	for (i = 0; i < 512 && cleared_in_cache() == before; i++) {
+	for (i = 0; i < 2048 && cleared_in_cache() == before; i++) {
 		char *p;
 
 		assert_int_equal(hz_recycle_alloc(len, 0, true, (void **)&p), 0);
