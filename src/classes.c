@@ -212,7 +212,7 @@ static void rhythm_calloc(size_t size, uint64_t after_free_ns)
 {
 	bool at_once = size <= rhythm.freed && after_free_ns < HZ_THREAD_WAKE_NS;
 
-	rhythm.at_once = at_once ? rhythm.at_once + (rhythm.at_once < UINT32_MAX) : 0;
+	rhythm.at_once = hz_cycle_run(rhythm.at_once, at_once);
 }
 
 /* ---- one event per request ---- */

@@ -4,11 +4,6 @@
 #include "stats.h"
 #include "times.h"
 
-static uint32_t counted(uint32_t run, bool more)
-{
-	return more ? run + (run < UINT32_MAX) : 0;
-}
-
 /* "At once" is counted from the end of the program's last free, not from
  * the class's time of free: that free's wake of the thread is no time
  * the thread could clear in, and it cost up to 50 us on a VM where a wake
@@ -26,8 +21,8 @@ void hz_cycle_calloc(struct hz_class_cycle *k, uint64_t now, uintptr_t start,
 
 	if (freed && !at_once)
 		hz_stats_add(callocs_late, 1);
-	k->at_once = counted(k->at_once, at_once);
-	k->took = counted(k->took, took);
+	k->at_once = hz_cycle_run(k->at_once, at_once);
+	k->took = hz_cycle_run(k->took, took);
 	k->last = now;
 }
 

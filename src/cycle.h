@@ -29,6 +29,12 @@
 /* Callocs in a row that make a rhythm. */
 #define HZ_CYCLE_RUN 8
 
+/* A run of callocs in a row, one more (saturating) or broken. */
+static inline uint32_t hz_cycle_run(uint32_t run, bool more)
+{
+	return more ? run + (run < UINT32_MAX) : 0;
+}
+
 /* A size class's rhythm: a row of the ledger (classes.h). */
 struct hz_class_cycle {
 	uint64_t last;     /* ns of the class's last calloc */
