@@ -198,7 +198,18 @@ static int map_hugetlb(enum hz_backing b, uintptr_t start, size_t len)
  * had to back again (0.2-0.6 GB/s) was judged slow while it was still
  * faster than the 4 KiB faults it saved: sort's buffer stayed on 4 KiB
  * pages in a third of its runs (bench/RESULTS.md, "Fresh 4 KiB pages are
- * timed as a program faults them"). */
+ * timed as a program faults them").
+ *
+ * A scratch page is the head of the guest's free list, and so are the
+ * first few of a program's: on the Xeon AMX VM scratch pages faulted at
+ * 3-8 GB/s, and so did the first 2-16 MiB of a 700 MiB buffer advised THP,
+ * the rest at 0.35, where 4 KiB pages faulted at 2-3 all along (likely
+ * because free page reporting gives the host free memory back only in
+ * pieces of 2 MiB or more: a huge page must come from those, a small one
+ * mostly from smaller pieces still backed). So the promoter times the program's own
+ * huge pages too, ahead of a writer it advised (promote_first.c), and one
+ * found slower than 4 KiB pages makes the verdict slow for the rest of the
+ * process (hz_backing_fresh_thp_seen). */
 
 /* 64 faults: about 1 ms here, and the trap's cost is steady. */
 #define SMALL_SAMPLE (64 * HZ_SZ_4K)
@@ -274,6 +285,32 @@ static double slower_of_last_two(double now)
 	return was >= 0 && now >= 0 && was < now ? was : now;
 }
 
+bool hz_backing_fresh_thp_checked(void)
+{
+	return hz_config()->thp_check && !hz_config()->populate;
+}
+
+/* The program's own fresh huge pages were seen fault slower than 4 KiB
+ * pages (hz_backing_fresh_thp_seen). For good: no fresh memory is advised
+ * after, so none is seen faster. */
+static bool own_pages_slow;
+
+bool hz_backing_fresh_thp_seen(uint64_t ns)
+{
+	double r = (double)HZ_SZ_2M / (double)(ns ? ns : 1);
+	double small;
+
+	if (!hz_backing_fresh_thp_checked())
+		return true;
+	small = small_page_rate();
+	hz_debug("a fresh huge page of the program's faulted at %.2f GB/s, 4 KiB pages at %.2f",
+		 r, small);
+	if (small < 0 || r >= small)
+		return true;
+	__atomic_store_n(&own_pages_slow, true, __ATOMIC_RELAXED);
+	return false;
+}
+
 /* What hz_backing_fresh_thp_fast's count holds before the first verdict. */
 #define UNMEASURED UINT64_MAX
 
@@ -286,8 +323,10 @@ bool hz_backing_fresh_thp_fast(size_t len)
 	pid_t me, other = 0;
 	double thp, small = 0;
 
-	if (!hz_config()->thp_check || hz_config()->populate)
+	if (!hz_backing_fresh_thp_checked())
 		return true;
+	if (__atomic_load_n(&own_pages_slow, __ATOMIC_RELAXED))
+		return false;
 	if (seen <= HZ_GUESS_MAX && __atomic_add_fetch(&asked, len, __ATOMIC_RELAXED) <= HZ_GUESS_MAX)
 		return __atomic_load_n(&fast, __ATOMIC_RELAXED);
 	/* One measure at a time: a second caller (the pre-zero thread and a

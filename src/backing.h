@@ -40,6 +40,18 @@ bool hz_backing_thp_allowed(void);
  * memory pays only then. */
 bool hz_backing_fresh_thp_fast(size_t len);
 
+/* A fresh huge page of the program's own, which it was about to write,
+ * faulted in ns of the faulting thread's CPU time (the promoter's:
+ * promote_first.c). Returns whether that was at least as fast as 4 KiB
+ * pages; when not, hz_backing_fresh_thp_fast is false from now on in this
+ * process (backing.c). True with HUGEZERO_THP_CHECK=0. */
+bool hz_backing_fresh_thp_seen(uint64_t ns);
+
+/* Whether the two above time anything: HUGEZERO_THP_CHECK on, and
+ * HUGEZERO_POPULATE off (populated memory is faulted off the program's
+ * path, and is dense by construction). */
+bool hz_backing_fresh_thp_checked(void);
+
 /* A block of the regions, which may start on 4 KiB pages and get huge
  * pages once written densely (backing.c). */
 struct hz_lazy_block {

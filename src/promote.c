@@ -41,6 +41,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sys/mman.h>
 
 #include "backing.h"
 #include "blocks.h"
@@ -315,6 +316,8 @@ bool hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind)
 	s->failures = s->refused = 0;
 	__atomic_store_n(&s->strided_level, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->strided_since, 0, __ATOMIC_RELAXED);
+	s->ahead = 0;
+	s->taken_back = false;
 	__atomic_store_n(&s->first_touch, true, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->start, start, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->len, hp * HZ_SZ_2M, __ATOMIC_RELAXED);
@@ -404,6 +407,45 @@ static bool within_budget(const struct hz_promote_budget *b)
 	return hz_prim_now_ns() < b->until;
 }
 
+/* Collapse s's n 2 MiB pages at seg from s->resume on. Returns whether
+ * all were: false when the range or the tick is to stop. */
+static bool collapse_pages(struct hz_promote_slot *s, uintptr_t seg, size_t n,
+			   struct hz_promote_budget *b)
+{
+	for (; s->resume < n; s->resume++) {
+		if (load_word(s) & ST_DEAD)
+			return false;
+		if (!collapse_one(s, seg + (uintptr_t)s->resume * HZ_SZ_2M, b)) {
+			if (!s->done && !b->backoff)
+				s->resume++; /* budget spent after a success */
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Collapse dense segment i of s, n 2 MiB pages at seg. Returns false when
+ * the range or the tick is to stop. MADV_COLLAPSE refuses MADV_NOHUGEPAGE
+ * memory, so a block whose advice was taken back has it lifted while its
+ * pages are collapsed: being dense, they hold page tables, and none of
+ * the program's faults there can take a huge page meanwhile. */
+static bool collapse_segment(struct hz_promote_slot *s, uint32_t i, uintptr_t seg, size_t n,
+			     struct hz_promote_budget *b)
+{
+	bool all;
+
+	if (s->taken_back)
+		hz_prim_madvise((void *)seg, n * HZ_SZ_2M, MADV_HUGEPAGE);
+	all = collapse_pages(s, seg, n, b);
+	if (s->taken_back)
+		hz_prim_madvise((void *)seg, n * HZ_SZ_2M, MADV_NOHUGEPAGE);
+	if (!all)
+		return false;
+	s->seg_done[i / 64] |= 1ull << (i % 64);
+	s->resume = 0;
+	return within_budget(b);
+}
+
 /* Segment i of s: collapse it if dense. Returns false when the range or
  * the tick is to stop. */
 static bool do_segment(struct hz_promote_slot *s, uint32_t i, struct hz_promote_budget *b)
@@ -423,18 +465,7 @@ static bool do_segment(struct hz_promote_slot *s, uint32_t i, struct hz_promote_
 		s->resume = 0;
 		return within_budget(b);
 	}
-	for (; s->resume < n; s->resume++) {
-		if (load_word(s) & ST_DEAD)
-			return false;
-		if (!collapse_one(s, seg + (uintptr_t)s->resume * HZ_SZ_2M, b)) {
-			if (!s->done && !b->backoff)
-				s->resume++; /* budget spent after a success */
-			return false;
-		}
-	}
-	s->seg_done[i / 64] |= 1ull << (i % 64);
-	s->resume = 0;
-	return within_budget(b);
+	return collapse_segment(s, i, seg, n, b);
 }
 
 bool hz_promote_block_still_ours(const struct hz_promote_slot *s)

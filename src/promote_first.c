@@ -63,24 +63,95 @@ static bool advise(uintptr_t from, uintptr_t to)
  * mremap to grow) could no longer grow. A block of ours is only ever
  * moved by the library, which copies what mremap refuses: it keeps its
  * written pages without advice. */
-static void advise_untouched(struct hz_promote_slot *s, size_t first, size_t frontier)
+static bool advise_untouched(struct hz_promote_slot *s, size_t first, size_t frontier)
 {
 	size_t untouched = (first + s->len / HZ_SZ_2M - frontier) * HZ_SZ_2M;
 	uintptr_t start = s->start, end = start + s->len;
 	bool done;
 
 	if (untouched == 0 || !hz_backing_fresh_thp_fast(untouched))
-		return;
+		return false;
 	if (s->kind == HZ_PROMOTE_MMAP)
 		done = advise(start, start + __atomic_load_n(&s->map_len, __ATOMIC_RELAXED));
 	else
 		done = advise(start, start + first * HZ_SZ_2M) &&
 		       advise(start + frontier * HZ_SZ_2M, end);
 	if (!done)
-		return;
+		return false;
 	hz_stats_add(promote_advised_bytes, untouched);
 	hz_debug("%zu bytes at %p written densely: THP advised on the %zu untouched", s->len,
 		 (void *)start, untouched);
+	return true;
+}
+
+/* ---- the writer's own huge pages, timed ----
+ *
+ * The advice above trusted a scratch page's speed, and the guest hands
+ * out a program's first huge pages as it does a scratch page, from those
+ * freed last, still backed by the host, and the rest maybe not
+ * (backing.c): on the Xeon AMX VM sort's 1 GiB buffer, advised, faulted its
+ * first few huge pages at 4-8 GB/s and the rest at 0.35, where 4 KiB pages
+ * fault at 2-3, and sort spent 2.1 s in the kernel against glibc's 0.45.
+ * So in an advised block the thread faults the page after the writer's
+ * next one itself (MADV_POPULATE_WRITE), timed on its own CPU clock, and
+ * again once the writer has filled the page below the one faulted, or
+ * passed it: one page faulted ahead of the writer at a time, which the
+ * writer, judged dense, was about to fault. The first page slower
+ * than 4 KiB pages takes the advice back (MADV_NOHUGEPAGE: the pages made
+ * huge stay so, the rest fault 4 KiB pages, collapsed later as any lazy
+ * block's are: promote.c) and
+ * makes fresh memory 4 KiB pages for the rest of the process
+ * (hz_backing_fresh_thp_seen). For the watch's second only; blocks only:
+ * a program's mapping may be registered with userfaultfd, whose handler
+ * a fault there would wait for. */
+
+/* Added to each page's time: tests make the host slow with it. */
+static uint64_t ahead_extra_ns;
+
+/* Whether s's 2 MiB page i is whole (HZ_SPARSE_PAGES missing at most). */
+static bool whole(const uint16_t *resident, size_t i)
+{
+	return HZ_SZ_2M / HZ_SZ_4K - resident[i] <= HZ_SPARSE_PAGES;
+}
+
+/* Fault s's 2 MiB page i ahead of the writer and time it (above), of n
+ * counted in resident. Returns whether to go on: false when no page is
+ * left to time, it could not be faulted, or it was slow. */
+static bool time_ahead(struct hz_promote_slot *s, const uint16_t *resident, size_t n, size_t i)
+{
+	uint64_t ns;
+
+	if (i >= n || resident[i] != 0)
+		return false;
+	ns = hz_prim_thread_cpu_ns();
+	if (hz_prim_madvise((void *)(s->start + i * HZ_SZ_2M), HZ_SZ_2M, MADV_POPULATE_WRITE) != 0)
+		return false;
+	ns = hz_prim_thread_cpu_ns() - ns + ahead_extra_ns;
+	s->ahead = (uint32_t)i + 1;
+	if (hz_backing_fresh_thp_seen(ns))
+		return true;
+	hz_prim_madvise((void *)s->start, s->len, MADV_NOHUGEPAGE);
+	s->taken_back = true;
+	hz_stats_fallback(HZ_FB_THP_SLOW);
+	hz_debug("%zu bytes at %p: its own huge pages fault slower than 4 KiB pages, "
+		 "THP advice taken back", s->len, (void *)s->start);
+	return false;
+}
+
+/* An advised block being timed: once the writer has filled the page below
+ * the one faulted ahead, or passed it, the page after its next is timed. */
+static bool follow_writer(struct hz_promote_slot *s, const uint16_t *resident, size_t n)
+{
+	size_t ahead = s->ahead - 1; /* at least 1: the page after the frontier */
+	size_t top = ahead + 1; /* past the writer's last page */
+
+	/* Up to the writer's first gap only: a second writer may fill the
+	 * block from its end (sort's line table). */
+	while (top < n && resident[top] != 0)
+		top++;
+	if (top == ahead + 1 && !whole(resident, ahead - 1))
+		return true; /* the writer has not reached it */
+	return time_ahead(s, resident, n, top + 1);
 }
 
 /* Collapse s's 2 MiB pages from its start while what they add to the RSS
@@ -177,11 +248,12 @@ static void look_at_first_touches(struct hz_promote_slot *s, struct hz_promote_b
 	if ((b->now > since && b->now - since > first_touch_ns) ||
 	    (s->kind == HZ_PROMOTE_BLOCK && !hz_promote_block_still_ours(s)) ||
 	    hz_promote_front(s->start, n, resident, &verdict, &frontier) != 0 ||
-	    ((verdict == HZ_FRONT_SPARSE || s->strided_level != 0) &&
+	    (s->ahead != 0 && !follow_writer(s, resident, n)) ||
+	    (s->ahead == 0 && (verdict == HZ_FRONT_SPARSE || s->strided_level != 0) &&
 	     !watch_strided(s, resident, n, b->now)) ||
-	    verdict == HZ_FRONT_DENSE)
+	    (s->ahead == 0 && verdict == HZ_FRONT_DENSE))
 		__atomic_store_n(&s->first_touch, false, __ATOMIC_RELAXED);
-	if (verdict != HZ_FRONT_DENSE)
+	if (s->ahead != 0 || verdict != HZ_FRONT_DENSE)
 		return;
 	/* Not evidence for the size class: a block's first pages tell less
 	 * than its whole use, which its reuse (prezero_share.c) and its
@@ -190,7 +262,10 @@ static void look_at_first_touches(struct hz_promote_slot *s, struct hz_promote_b
 	 * first one touched are the rest too. */
 	while (first < n && resident[first] == 0)
 		first++;
-	advise_untouched(s, first, frontier < n ? frontier : s->len / HZ_SZ_2M);
+	if (advise_untouched(s, first, frontier < n ? frontier : s->len / HZ_SZ_2M) &&
+	    s->kind == HZ_PROMOTE_BLOCK && hz_backing_fresh_thp_checked() &&
+	    time_ahead(s, resident, n, frontier + 1))
+		__atomic_store_n(&s->first_touch, true, __ATOMIC_RELAXED);
 }
 
 uint64_t hz_promote_first_touch_pass(uint64_t now)
@@ -236,6 +311,11 @@ void hz_promote_watch_from(uint64_t since)
 void hz_promote_test_first_touch_ns(uint64_t ns)
 {
 	first_touch_ns = ns;
+}
+
+void hz_promote_test_ahead_extra_ns(uint64_t ns)
+{
+	ahead_extra_ns = ns;
 }
 
 bool hz_promote_test_seen_strided(uintptr_t start)

@@ -27,6 +27,8 @@ struct hz_promote_slot {
 	bool done;       /* nothing left to do: every segment collapsed, or given up */
 	bool first_touch; /* first touches still watched (promote_density.h) */
 	bool whole;      /* every segment found dense and collapsed (or refused) */
+	bool taken_back; /* THP advice taken back, MADV_NOHUGEPAGE since
+			  * (promote_first.c): a collapse lifts it for its pages */
 	uint16_t failures;
 	uint16_t refused; /* 2 MiB pages refused (EINVAL), left on 4 KiB pages */
 	uint16_t strided_level; /* first touches: pages per 2 MiB page when
@@ -37,6 +39,8 @@ struct hz_promote_slot {
 	size_t map_len;  /* the range as tracked, to its last page (promote_first.c) */
 	uint64_t since;  /* tracked at (ns) */
 	uint64_t strided_since; /* first touches: seen even at (ns) */
+	uint32_t ahead;  /* first touches: the 2 MiB page faulted ahead of the
+			  * writer, plus 1, once advised; or 0 (promote_first.c) */
 	uint32_t seg_hp; /* 2 MiB pages per segment */
 	uint32_t nseg, cursor, resume;
 	uint64_t seg_done[SEG_MAX / 64];
