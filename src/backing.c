@@ -206,10 +206,13 @@ static int map_hugetlb(enum hz_backing b, uintptr_t start, size_t len)
  * the rest at 0.35, where 4 KiB pages faulted at 2-3 all along (likely
  * because free page reporting gives the host free memory back only in
  * pieces of 2 MiB or more: a huge page must come from those, a small one
- * mostly from smaller pieces still backed). So the promoter times the program's own
- * huge pages too, ahead of a writer it advised (promote_first.c), and one
- * found slower than 4 KiB pages makes the verdict slow for the rest of the
- * process (hz_backing_fresh_thp_seen). */
+ * mostly from smaller pieces still backed). So the program's own huge
+ * pages are timed too, one each time some are advised: the first page of a
+ * window of pieces, of an mmap or of a block given THP at map time on its
+ * class's evidence, faulted as the program would fault it first, and the
+ * pages just ahead of a writer whose block's rest was advised
+ * (promote_first.c). One slower than 4 KiB pages makes the verdict slow
+ * for the rest of the process (hz_backing_time_fresh_page). */
 
 /* 64 faults: about 1 ms here, and the trap's cost is steady. */
 #define SMALL_SAMPLE (64 * HZ_SZ_4K)
@@ -285,24 +288,26 @@ static double slower_of_last_two(double now)
 	return was >= 0 && now >= 0 && was < now ? was : now;
 }
 
-bool hz_backing_fresh_thp_checked(void)
+/* Whether fresh THP is timed: HUGEZERO_THP_CHECK on, and HUGEZERO_POPULATE
+ * off (populated memory is faulted off the program's path, and is dense by
+ * construction). */
+static bool checked(void)
 {
 	return hz_config()->thp_check && !hz_config()->populate;
 }
 
 /* The program's own fresh huge pages were seen fault slower than 4 KiB
- * pages (hz_backing_fresh_thp_seen). For good: no fresh memory is advised
- * after, so none is seen faster. */
+ * pages (own_page_fast). For good: no fresh memory is advised after, so
+ * none is seen faster. */
 static bool own_pages_slow;
 
-bool hz_backing_fresh_thp_seen(uint64_t ns)
+/* Whether a fresh huge page of the program's own, faulted in ns, was at
+ * least as fast as 4 KiB pages; if not, fresh THP is slow from now on. */
+static bool own_page_fast(uint64_t ns)
 {
 	double r = (double)HZ_SZ_2M / (double)(ns ? ns : 1);
-	double small;
+	double small = small_page_rate();
 
-	if (!hz_backing_fresh_thp_checked())
-		return true;
-	small = small_page_rate();
 	hz_debug("a fresh huge page of the program's faulted at %.2f GB/s, 4 KiB pages at %.2f",
 		 r, small);
 	if (small < 0 || r >= small)
@@ -310,6 +315,28 @@ bool hz_backing_fresh_thp_seen(uint64_t ns)
 	__atomic_store_n(&own_pages_slow, true, __ATOMIC_RELAXED);
 	return false;
 }
+
+/* Added to each page's time: tests make the host slow with it. */
+static uint64_t fresh_page_extra_ns;
+
+int hz_backing_time_fresh_page(uintptr_t page)
+{
+	uint64_t ns;
+
+	if (!checked())
+		return -1;
+	ns = hz_prim_thread_cpu_ns();
+	if (hz_prim_madvise((void *)page, HZ_SZ_2M, MADV_POPULATE_WRITE) != 0)
+		return -1;
+	return own_page_fast(hz_prim_thread_cpu_ns() - ns + fresh_page_extra_ns);
+}
+
+#ifdef HZ_TEST_CORE
+void hz_backing_test_fresh_page_extra_ns(uint64_t ns)
+{
+	fresh_page_extra_ns = ns;
+}
+#endif
 
 /* What hz_backing_fresh_thp_fast's count holds before the first verdict. */
 #define UNMEASURED UINT64_MAX
@@ -323,7 +350,7 @@ bool hz_backing_fresh_thp_fast(size_t len)
 	pid_t me, other = 0;
 	double thp, small = 0;
 
-	if (!hz_backing_fresh_thp_checked())
+	if (!checked())
 		return true;
 	if (__atomic_load_n(&own_pages_slow, __ATOMIC_RELAXED))
 		return false;
@@ -416,6 +443,9 @@ static int map_lazy(uintptr_t start, size_t len, const struct hz_lazy_block *laz
 		return ret;
 	*got = up_front ? HZ_BACKING_THP : HZ_BACKING_SMALL;
 	if (up_front) {
+		/* Its first page, which the program writes first: timed (above). */
+		if (start % HZ_SZ_2M == 0 && len >= HZ_SZ_2M)
+			(void)hz_backing_time_fresh_page(start);
 		hz_class_note_dense(lazy->block_len, false); /* used once */
 		hz_stats_add(thp_up_front, 1);
 	} else {

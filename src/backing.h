@@ -40,17 +40,21 @@ bool hz_backing_thp_allowed(void);
  * memory pays only then. */
 bool hz_backing_fresh_thp_fast(size_t len);
 
-/* A fresh huge page of the program's own, which it was about to write,
- * faulted in ns of the faulting thread's CPU time (the promoter's:
- * promote_first.c). Returns whether that was at least as fast as 4 KiB
- * pages; when not, hz_backing_fresh_thp_fast is false from now on in this
- * process (backing.c). True with HUGEZERO_THP_CHECK=0. */
-bool hz_backing_fresh_thp_seen(uint64_t ns);
+/* Fault the program's 2 MiB page at page (2 MiB aligned), just advised
+ * THP, untouched and about to be written, and time it on the calling
+ * thread's CPU clock: one of the library's fresh huge pages each time some
+ * are advised (a window of pieces, an mmap or a block of a class used
+ * densely, the rest of a block written densely: backing.c). Returns 1 when
+ * it faulted at least as fast as 4 KiB pages, 0 when slower, and then
+ * hz_backing_fresh_thp_fast is false from now on in this process; -1 when
+ * nothing was timed (HUGEZERO_THP_CHECK=0, HUGEZERO_POPULATE=1, or the
+ * fault failed). */
+int hz_backing_time_fresh_page(uintptr_t page);
 
-/* Whether the two above time anything: HUGEZERO_THP_CHECK on, and
- * HUGEZERO_POPULATE off (populated memory is faulted off the program's
- * path, and is dense by construction). */
-bool hz_backing_fresh_thp_checked(void);
+#ifdef HZ_TEST_CORE
+/* Tests: each page timed above takes this much longer, as on a slow host. */
+void hz_backing_test_fresh_page_extra_ns(uint64_t ns);
+#endif
 
 /* A block of the regions, which may start on 4 KiB pages and get huge
  * pages once written densely (backing.c). */

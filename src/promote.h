@@ -70,9 +70,6 @@ void hz_promote_test_first_touch_ns(uint64_t ns);
  * (promote_density.h), so that a test writes its next column only after
  * the idle-priority thread has looked. */
 bool hz_promote_test_seen_strided(uintptr_t start);
-/* Tests: each huge page the promoter times ahead of a writer
- * (promote_first.c) takes this much longer, as on a slow host. */
-void hz_promote_test_ahead_extra_ns(uint64_t ns);
 #endif
 
 #endif /* HZ_PROMOTE_H */

@@ -101,12 +101,9 @@ static bool advise_untouched(struct hz_promote_slot *s, size_t first, size_t fro
  * huge stay so, the rest fault 4 KiB pages, collapsed later as any lazy
  * block's are: promote.c) and
  * makes fresh memory 4 KiB pages for the rest of the process
- * (hz_backing_fresh_thp_seen). For the watch's second only; blocks only:
+ * (hz_backing_time_fresh_page). For the watch's second only; blocks only:
  * a program's mapping may be registered with userfaultfd, whose handler
  * a fault there would wait for. */
-
-/* Added to each page's time: tests make the host slow with it. */
-static uint64_t ahead_extra_ns;
 
 /* Whether s's 2 MiB page i is whole (HZ_SPARSE_PAGES missing at most). */
 static bool whole(const uint16_t *resident, size_t i)
@@ -119,16 +116,15 @@ static bool whole(const uint16_t *resident, size_t i)
  * left to time, it could not be faulted, or it was slow. */
 static bool time_ahead(struct hz_promote_slot *s, const uint16_t *resident, size_t n, size_t i)
 {
-	uint64_t ns;
+	int fast;
 
 	if (i >= n || resident[i] != 0)
 		return false;
-	ns = hz_prim_thread_cpu_ns();
-	if (hz_prim_madvise((void *)(s->start + i * HZ_SZ_2M), HZ_SZ_2M, MADV_POPULATE_WRITE) != 0)
+	fast = hz_backing_time_fresh_page(s->start + i * HZ_SZ_2M);
+	if (fast < 0)
 		return false;
-	ns = hz_prim_thread_cpu_ns() - ns + ahead_extra_ns;
 	s->ahead = (uint32_t)i + 1;
-	if (hz_backing_fresh_thp_seen(ns))
+	if (fast)
 		return true;
 	hz_prim_madvise((void *)s->start, s->len, MADV_NOHUGEPAGE);
 	s->taken_back = true;
@@ -263,8 +259,7 @@ static void look_at_first_touches(struct hz_promote_slot *s, struct hz_promote_b
 	while (first < n && resident[first] == 0)
 		first++;
 	if (advise_untouched(s, first, frontier < n ? frontier : s->len / HZ_SZ_2M) &&
-	    s->kind == HZ_PROMOTE_BLOCK && hz_backing_fresh_thp_checked() &&
-	    time_ahead(s, resident, n, frontier + 1))
+	    s->kind == HZ_PROMOTE_BLOCK && time_ahead(s, resident, n, frontier + 1))
 		__atomic_store_n(&s->first_touch, true, __ATOMIC_RELAXED);
 }
 
@@ -311,11 +306,6 @@ void hz_promote_watch_from(uint64_t since)
 void hz_promote_test_first_touch_ns(uint64_t ns)
 {
 	first_touch_ns = ns;
-}
-
-void hz_promote_test_ahead_extra_ns(uint64_t ns)
-{
-	ahead_extra_ns = ns;
 }
 
 bool hz_promote_test_seen_strided(uintptr_t start)

@@ -665,7 +665,7 @@ static void own_huge_pages_found_slow_take_the_advice_back(void **state)
 		hz_options_reload();
 		skip();
 	}
-	hz_promote_test_ahead_extra_ns(10 * (uint64_t)1000000000);
+	hz_backing_test_fresh_page_extra_ns(10 * (uint64_t)1000000000);
 	before = hz_stats.promote_collapsed_bytes;
 	assert_int_equal(hz_recycle_alloc(len, 0, false, (void **)&p), 0);
 	memset(p, 6, head);
@@ -689,7 +689,7 @@ static void own_huge_pages_found_slow_take_the_advice_back(void **state)
 	for (size_t i = 0; i < len; i += 4096)
 		assert_int_equal(p[i], i < head ? 6 : 7);
 	hz_recycle_free(p);
-	hz_promote_test_ahead_extra_ns(0);
+	hz_backing_test_fresh_page_extra_ns(0);
 	setenv("HUGEZERO_THP_CHECK", "0", 1);
 	hz_options_reload();
 }

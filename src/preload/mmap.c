@@ -116,6 +116,11 @@ static void *map_aligned(size_t len, int prot, int flags)
 		hz_prim_madvise(start, size, MADV_HUGEPAGE);
 	} else if (thp_at_map(size) && hz_prim_madvise(start, size, MADV_HUGEPAGE) == 0) {
 		hz_stats_add(thp_up_front, 1);
+		/* Its first page, which the program writes first: timed
+		 * (backing.h), before the program can register the range with
+		 * userfaultfd, whose handler the fault would wait for. */
+		if (size >= HZ_SZ_2M)
+			(void)hz_backing_time_fresh_page((uintptr_t)start);
 	} else {
 		keep_for_judging(start, size);
 		hz_prezero_watch((uintptr_t)start, size, HZ_PROMOTE_MMAP);

@@ -272,6 +272,44 @@ static void thp_verdict_holds_for_64_mib_decided_on(void **state)
 	run(thp_verdict_child, NULL, "the fresh-THP verdict by demand");
 }
 
+/* A huge page of the program's own, timed where the library advises THP
+ * (hz_backing_time_fresh_page): a fault that fails times nothing; one
+ * slower than 4 KiB pages (10 s more, as on a slow host) makes fresh THP
+ * slow for the rest of the process, and no scratch page is measured
+ * again. */
+static int own_page_child(void *arg)
+{
+	uintptr_t raw, page;
+	int slot;
+
+	(void)arg;
+	start(NULL);
+	raw = (uintptr_t)mmap(NULL, 4 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			      -1, 0);
+	CHECK(raw != (uintptr_t)MAP_FAILED);
+	page = (raw + 2 * MiB - 1) & ~(uintptr_t)(2 * MiB - 1);
+	CHECK(madvise((void *)page, 2 * MiB, MADV_HUGEPAGE) == 0);
+	slot = arm(HZ_CALL_MADVISE, 1, EINVAL, false, true, MADV_POPULATE_WRITE);
+	CHECK(slot >= 0);
+	CHECK(hz_backing_time_fresh_page(page) == -1);
+	CHECK(resident((void *)page, 2 * MiB) == 0);
+	hz_backing_test_fresh_page_extra_ns(10 * (uint64_t)1000000000);
+	CHECK(hz_backing_time_fresh_page(page) == 0);
+	CHECK(resident((void *)page, 2 * MiB) == 2 * MiB && *(char *)page == 0);
+	slot = arm(HZ_CALL_MADVISE, ~0UL, EINVAL, false, true, MADV_POPULATE_WRITE);
+	CHECK(slot >= 0);
+	CHECK(!hz_backing_fresh_thp_fast(2 * MiB));
+	CHECK(!hz_backing_fresh_thp_fast(128 * MiB)); /* past 64 MiB: no new measure */
+	CHECK(hz_prim_fault_seen(slot) == 0);
+	return CHILD_OK;
+}
+
+static void own_slow_huge_page_makes_fresh_thp_slow_for_good(void **state)
+{
+	(void)state;
+	run(own_page_child, NULL, "a slow huge page of the program's own");
+}
+
 /* ---- MADV_COLLAPSE (Linux 6.1; files need CONFIG_READ_ONLY_THP_FOR_FS) ---- */
 
 /* A 4 MiB file mapped read-only at a 2 MiB boundary, offset 0: text as
@@ -631,6 +669,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(populate_without_madv_populate_write_touches_every_page),
 		cmocka_unit_test(thp_speed_check_without_madv_populate_write_keeps_thp),
 		cmocka_unit_test(thp_verdict_holds_for_64_mib_decided_on),
+		cmocka_unit_test(own_slow_huge_page_makes_fresh_thp_slow_for_good),
 		cmocka_unit_test(madv_collapse_refused_is_probed_once_then_not_tried),
 		cmocka_unit_test(anon_naming_refused_changes_only_the_names),
 		cmocka_unit_test(cachestat_absent_falls_back_to_mincore_for_good),
