@@ -335,6 +335,7 @@ int hz_backing_time_fresh_page(uintptr_t page)
 void hz_backing_test_fresh_page_extra_ns(uint64_t ns)
 {
 	fresh_page_extra_ns = ns;
+	__atomic_store_n(&own_pages_slow, false, __ATOMIC_RELAXED);
 }
 #endif
 

@@ -52,7 +52,8 @@ bool hz_backing_fresh_thp_fast(size_t len);
 int hz_backing_time_fresh_page(uintptr_t page);
 
 #ifdef HZ_TEST_CORE
-/* Tests: each page timed above takes this much longer, as on a slow host. */
+/* Tests: the pages timed above were never seen slow, and each one timed
+ * from now on takes ns longer (a slow host). */
 void hz_backing_test_fresh_page_extra_ns(uint64_t ns);
 #endif
 

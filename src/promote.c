@@ -317,6 +317,7 @@ bool hz_promote_track(uintptr_t start, size_t len, enum hz_promote_kind kind)
 	__atomic_store_n(&s->strided_level, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->strided_since, 0, __ATOMIC_RELAXED);
 	s->ahead = 0;
+	s->ahead_down = false;
 	s->taken_back = false;
 	__atomic_store_n(&s->first_touch, true, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->start, start, __ATOMIC_RELAXED);

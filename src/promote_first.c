@@ -94,9 +94,9 @@ static bool advise_untouched(struct hz_promote_slot *s, size_t first, size_t fro
  * fault at 2-3, and sort spent 2.1 s in the kernel against glibc's 0.45.
  * So in an advised block the thread faults the page after the writer's
  * next one itself (MADV_POPULATE_WRITE), timed on its own CPU clock, and
- * again once the writer has filled the page below the one faulted, or
- * passed it: one page faulted ahead of the writer at a time, which the
- * writer, judged dense, was about to fault. The first page slower
+ * again once the writer has filled the page behind the one faulted, or
+ * passed it, going up or down: one page faulted ahead of the writer at a
+ * time, which the writer, judged dense, was about to fault. The first page slower
  * than 4 KiB pages takes the advice back (MADV_NOHUGEPAGE: the pages made
  * huge stay so, the rest fault 4 KiB pages, collapsed later as any lazy
  * block's are: promote.c) and
@@ -111,9 +111,18 @@ static bool whole(const uint16_t *resident, size_t i)
 	return HZ_SZ_2M / HZ_SZ_4K - resident[i] <= HZ_SPARSE_PAGES;
 }
 
+/* Page i moved k pages the way s's writer goes, or n when that leaves
+ * [0, n). */
+static size_t onward(const struct hz_promote_slot *s, size_t i, size_t k, size_t n)
+{
+	if (s->ahead_down)
+		return i >= k ? i - k : n;
+	return i + k < n ? i + k : n;
+}
+
 /* Fault s's 2 MiB page i ahead of the writer and time it (above), of n
  * counted in resident. Returns whether to go on: false when no page is
- * left to time, it could not be faulted, or it was slow. */
+ * left to time (i is n), it could not be faulted, or it was slow. */
 static bool time_ahead(struct hz_promote_slot *s, const uint16_t *resident, size_t n, size_t i)
 {
 	int fast;
@@ -134,20 +143,33 @@ static bool time_ahead(struct hz_promote_slot *s, const uint16_t *resident, size
 	return false;
 }
 
-/* An advised block being timed: once the writer has filled the page below
- * the one faulted ahead, or passed it, the page after its next is timed. */
+/* A block just advised, whose pages first to frontier were touched: the
+ * page after the writer's next is timed, above the frontier, or below the
+ * first page for a writer going down (nothing left above it). */
+static bool start_timing(struct hz_promote_slot *s, const uint16_t *resident, size_t n,
+			 size_t first, size_t frontier)
+{
+	s->ahead_down = frontier + 1 >= n && first >= 2;
+	return time_ahead(s, resident, n, s->ahead_down ? first - 2 : frontier + 1);
+}
+
+/* An advised block being timed: once the writer has filled the page
+ * behind the one faulted ahead, or passed it, the page after its next is
+ * timed. */
 static bool follow_writer(struct hz_promote_slot *s, const uint16_t *resident, size_t n)
 {
-	size_t ahead = s->ahead - 1; /* at least 1: the page after the frontier */
-	size_t top = ahead + 1; /* past the writer's last page */
+	size_t ahead = s->ahead - 1, edge = ahead, next;
+	/* Behind it: the page after the frontier has one below, the page
+	 * below the first one touched one above. */
+	size_t behind = s->ahead_down ? ahead + 1 : ahead - 1;
 
-	/* Up to the writer's first gap only: a second writer may fill the
-	 * block from its end (sort's line table). */
-	while (top < n && resident[top] != 0)
-		top++;
-	if (top == ahead + 1 && !whole(resident, ahead - 1))
+	/* To the writer's first gap only: a second writer may fill the block
+	 * from its other end (sort's line table). */
+	while ((next = onward(s, edge, 1, n)) < n && resident[next] != 0)
+		edge = next;
+	if (edge == ahead && !whole(resident, behind))
 		return true; /* the writer has not reached it */
-	return time_ahead(s, resident, n, top + 1);
+	return time_ahead(s, resident, n, onward(s, edge, 2, n));
 }
 
 /* Collapse s's 2 MiB pages from its start while what they add to the RSS
@@ -259,7 +281,7 @@ static void look_at_first_touches(struct hz_promote_slot *s, struct hz_promote_b
 	while (first < n && resident[first] == 0)
 		first++;
 	if (advise_untouched(s, first, frontier < n ? frontier : s->len / HZ_SZ_2M) &&
-	    s->kind == HZ_PROMOTE_BLOCK && time_ahead(s, resident, n, frontier + 1))
+	    s->kind == HZ_PROMOTE_BLOCK && start_timing(s, resident, n, first, frontier))
 		__atomic_store_n(&s->first_touch, true, __ATOMIC_RELAXED);
 }
 

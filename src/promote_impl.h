@@ -41,6 +41,7 @@ struct hz_promote_slot {
 	uint64_t strided_since; /* first touches: seen even at (ns) */
 	uint32_t ahead;  /* first touches: the 2 MiB page faulted ahead of the
 			  * writer, plus 1, once advised; or 0 (promote_first.c) */
+	bool ahead_down; /* that writer goes down */
 	uint32_t seg_hp; /* 2 MiB pages per segment */
 	uint32_t nseg, cursor, resume;
 	uint64_t seg_done[SEG_MAX / 64];

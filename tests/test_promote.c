@@ -636,15 +636,73 @@ static bool resident(const void *p, size_t len)
 	return true;
 }
 
+/* HUGEZERO_THP_CHECK on, the process's own huge pages never seen slow,
+ * each timed one ns_more slower, a fresh block next: false, with the reason
+ * said, where a scratch huge page faults slower than 4 KiB pages already,
+ * so that nothing is advised THP to time. */
+static bool own_pages_test_begin(uint64_t ns_more)
+{
+	need_promotion();
+	setenv("HUGEZERO_THP_CHECK", "1", 1);
+	hz_options_reload();
+	hz_recycle_drain();
+	hz_classes_test_reset();
+	hz_backing_test_fresh_page_extra_ns(ns_more);
+	if (hz_backing_fresh_thp_fast(64 * MiB))
+		return true;
+	print_message("[  SKIP    ] a scratch huge page faults slower than 4 KiB pages here: "
+		      "nothing is advised THP to time\n");
+	return false;
+}
+
+static void own_pages_test_end(void)
+{
+	hz_backing_test_fresh_page_extra_ns(0);
+	setenv("HUGEZERO_THP_CHECK", "0", 1);
+	hz_options_reload();
+}
+
+/* A block written from its end (ImageMagick fills some images so) and
+ * advised THP below: the page after the writer's next one down is faulted
+ * and timed, zero, and no page below it. The verdict is the machine's:
+ * it decides nothing here. */
+static void own_huge_pages_are_timed_below_a_writer_going_down(void **state)
+{
+	size_t len = 64 * MiB, tail = 4 * MiB;
+	uint64_t advised = hz_stats.promote_advised_bytes;
+	char *p, *timed;
+	bool seen = false;
+
+	(void)state;
+	if (!own_pages_test_begin(0)) {
+		own_pages_test_end();
+		skip();
+	}
+	assert_int_equal(hz_recycle_alloc(len, 0, false, (void **)&p), 0);
+	memset(p + len - tail, 5, tail);
+	assert_true(wait_advised(advised, len - tail - 2 * MiB));
+	timed = p + len - tail - 4 * MiB;
+	for (int i = 0; i < WAIT_TENTHS && !seen; i++) {
+		seen = resident(timed, 2 * MiB);
+		if (!seen)
+			usleep(100000);
+	}
+	assert_true(seen);
+	for (size_t i = 0; i < 2 * MiB; i += 4096)
+		assert_int_equal(timed[i], 0);
+	assert_false(resident(timed - 2 * MiB, 4096));
+	assert_false(resident(timed + 2 * MiB, 4096));
+	hz_recycle_free(p);
+	own_pages_test_end();
+}
+
 /* Once a block's first dense writes got it THP advice, the promoter
  * faults and times the writer's own huge pages ahead of it
  * (promote_first.c). With each taking 10 s more, as on a host that backs
  * fresh huge pages slowly, the page after the writer's next is faulted
  * without the program writing it, the advice is taken back (the rest of
  * the block faults 4 KiB pages), a slow fresh THP is counted, and fresh
- * THP is slow for the rest of the process: last of the tests. With
- * HUGEZERO_THP_CHECK on; skipped with its reason where the scratch page
- * already finds fresh THP slow, so that nothing is advised. */
+ * THP is slow for the rest of the process. */
 static void own_huge_pages_found_slow_take_the_advice_back(void **state)
 {
 	size_t len = 64 * MiB, head = 4 * MiB;
@@ -653,19 +711,10 @@ static void own_huge_pages_found_slow_take_the_advice_back(void **state)
 	char *p;
 
 	(void)state;
-	need_promotion();
-	setenv("HUGEZERO_THP_CHECK", "1", 1);
-	hz_options_reload();
-	hz_recycle_drain();
-	hz_classes_test_reset();
-	if (!hz_backing_fresh_thp_fast(len)) {
-		print_message("[  SKIP    ] a scratch huge page faults slower than 4 KiB pages here: "
-			      "nothing is advised THP to time\n");
-		setenv("HUGEZERO_THP_CHECK", "0", 1);
-		hz_options_reload();
+	if (!own_pages_test_begin(10 * (uint64_t)1000000000)) {
+		own_pages_test_end();
 		skip();
 	}
-	hz_backing_test_fresh_page_extra_ns(10 * (uint64_t)1000000000);
 	before = hz_stats.promote_collapsed_bytes;
 	assert_int_equal(hz_recycle_alloc(len, 0, false, (void **)&p), 0);
 	memset(p, 6, head);
@@ -689,9 +738,7 @@ static void own_huge_pages_found_slow_take_the_advice_back(void **state)
 	for (size_t i = 0; i < len; i += 4096)
 		assert_int_equal(p[i], i < head ? 6 : 7);
 	hz_recycle_free(p);
-	hz_backing_test_fresh_page_extra_ns(0);
-	setenv("HUGEZERO_THP_CHECK", "0", 1);
-	hz_options_reload();
+	own_pages_test_end();
 }
 
 int main(void)
@@ -714,6 +761,7 @@ int main(void)
 		cmocka_unit_test(a_block_written_in_columns_is_collapsed_once_it_grows),
 		cmocka_unit_test(even_writes_that_stay_few_are_never_collapsed),
 		cmocka_unit_test(even_writes_that_stop_are_looked_at_ever_less_often),
+		cmocka_unit_test(own_huge_pages_are_timed_below_a_writer_going_down),
 		cmocka_unit_test(own_huge_pages_found_slow_take_the_advice_back),
 	};
 
