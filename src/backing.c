@@ -209,9 +209,9 @@ static int map_hugetlb(enum hz_backing b, uintptr_t start, size_t len)
  * mostly from smaller pieces still backed). So the program's own huge
  * pages are timed too, one each time some are advised: the first page of a
  * window of pieces, of an mmap or of a block given THP at map time on its
- * class's evidence, faulted as the program would fault it first, and the
- * pages just ahead of a writer whose block's rest was advised
- * (promote_first.c). One slower than 4 KiB pages makes the verdict slow
+ * class's evidence, faulted as the program would fault it first, the
+ * newest 2 MiB of glibc's heap advised (preload/heap.c), and the pages just
+ * ahead of a writer whose block's rest was advised (promote_first.c). One slower than 4 KiB pages makes the verdict slow
  * for the rest of the process (hz_backing_time_fresh_page). */
 
 /* 64 faults: about 1 ms here, and the trap's cost is steady. */
@@ -319,11 +319,26 @@ static bool own_page_fast(uint64_t ns)
 /* Added to each page's time: tests make the host slow with it. */
 static uint64_t fresh_page_extra_ns;
 
+static void note_resident(void *ctx, struct hz_range run, bool resident)
+{
+	(void)run;
+	*(bool *)ctx |= resident;
+}
+
+/* Whether no 4 KiB page of the 2 MiB page at page is resident: a fault
+ * that fills in the rest of one would time 4 KiB faults. */
+static bool untouched(uintptr_t page)
+{
+	bool any = false;
+
+	return hz_prim_residency(page, HZ_SZ_2M, note_resident, &any) == 0 && !any;
+}
+
 int hz_backing_time_fresh_page(uintptr_t page)
 {
 	uint64_t ns;
 
-	if (!checked())
+	if (!checked() || !untouched(page))
 		return -1;
 	ns = hz_prim_thread_cpu_ns();
 	if (hz_prim_madvise((void *)page, HZ_SZ_2M, MADV_POPULATE_WRITE) != 0)
@@ -332,9 +347,12 @@ int hz_backing_time_fresh_page(uintptr_t page)
 }
 
 #ifdef HZ_TEST_CORE
-void hz_backing_test_fresh_page_extra_ns(uint64_t ns)
+static bool own_pages_only;
+
+void hz_backing_test_own_pages(bool alone, uint64_t ns)
 {
 	fresh_page_extra_ns = ns;
+	own_pages_only = alone;
 	__atomic_store_n(&own_pages_slow, false, __ATOMIC_RELAXED);
 }
 #endif
@@ -355,6 +373,10 @@ bool hz_backing_fresh_thp_fast(size_t len)
 		return true;
 	if (__atomic_load_n(&own_pages_slow, __ATOMIC_RELAXED))
 		return false;
+#ifdef HZ_TEST_CORE
+	if (own_pages_only)
+		return true;
+#endif
 	if (seen <= HZ_GUESS_MAX && __atomic_add_fetch(&asked, len, __ATOMIC_RELAXED) <= HZ_GUESS_MAX)
 		return __atomic_load_n(&fast, __ATOMIC_RELAXED);
 	/* One measure at a time: a second caller (the pre-zero thread and a

@@ -44,17 +44,18 @@ bool hz_backing_fresh_thp_fast(size_t len);
  * THP, untouched and about to be written, and time it on the calling
  * thread's CPU clock: one of the library's fresh huge pages each time some
  * are advised (a window of pieces, an mmap or a block of a class used
- * densely, the rest of a block written densely: backing.c). Returns 1 when
+ * densely, the rest of a block written densely, glibc's heap: backing.c). Returns 1 when
  * it faulted at least as fast as 4 KiB pages, 0 when slower, and then
  * hz_backing_fresh_thp_fast is false from now on in this process; -1 when
- * nothing was timed (HUGEZERO_THP_CHECK=0, HUGEZERO_POPULATE=1, or the
- * fault failed). */
+ * nothing was timed (HUGEZERO_THP_CHECK=0, HUGEZERO_POPULATE=1, part of
+ * the page resident already, or the fault failed). */
 int hz_backing_time_fresh_page(uintptr_t page);
 
 #ifdef HZ_TEST_CORE
-/* Tests: the pages timed above were never seen slow, and each one timed
- * from now on takes ns longer (a slow host). */
-void hz_backing_test_fresh_page_extra_ns(uint64_t ns);
+/* Tests: no page of the program's own seen slow yet, each one timed from
+ * now on ns longer (a slow host), and with alone, the verdict from those
+ * pages alone (no scratch page: fast until one is seen slow). */
+void hz_backing_test_own_pages(bool alone, uint64_t ns);
 #endif
 
 /* A block of the regions, which may start on 4 KiB pages and get huge

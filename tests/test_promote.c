@@ -636,36 +636,30 @@ static bool resident(const void *p, size_t len)
 	return true;
 }
 
-/* HUGEZERO_THP_CHECK on, the process's own huge pages never seen slow,
- * each timed one ns_more slower, a fresh block next: false, with the reason
- * said, where a scratch huge page faults slower than 4 KiB pages already,
- * so that nothing is advised THP to time. */
-static bool own_pages_test_begin(uint64_t ns_more)
+/* HUGEZERO_THP_CHECK on, the verdict from the program's own pages alone
+ * (not the machine's scratch page), none seen slow yet, each timed one
+ * ns_more slower, and a fresh block next. */
+static void own_pages_test_begin(uint64_t ns_more)
 {
 	need_promotion();
 	setenv("HUGEZERO_THP_CHECK", "1", 1);
 	hz_options_reload();
 	hz_recycle_drain();
 	hz_classes_test_reset();
-	hz_backing_test_fresh_page_extra_ns(ns_more);
-	if (hz_backing_fresh_thp_fast(64 * MiB))
-		return true;
-	print_message("[  SKIP    ] a scratch huge page faults slower than 4 KiB pages here: "
-		      "nothing is advised THP to time\n");
-	return false;
+	hz_backing_test_own_pages(true, ns_more);
 }
 
 static void own_pages_test_end(void)
 {
-	hz_backing_test_fresh_page_extra_ns(0);
+	hz_backing_test_own_pages(false, 0);
 	setenv("HUGEZERO_THP_CHECK", "0", 1);
 	hz_options_reload();
 }
 
 /* A block written from its end (ImageMagick fills some images so) and
  * advised THP below: the page after the writer's next one down is faulted
- * and timed, zero, and no page below it. The verdict is the machine's:
- * it decides nothing here. */
+ * and timed, zero, and no page below it. The page's own verdict is the
+ * machine's: it decides nothing here. */
 static void own_huge_pages_are_timed_below_a_writer_going_down(void **state)
 {
 	size_t len = 64 * MiB, tail = 4 * MiB;
@@ -674,10 +668,7 @@ static void own_huge_pages_are_timed_below_a_writer_going_down(void **state)
 	bool seen = false;
 
 	(void)state;
-	if (!own_pages_test_begin(0)) {
-		own_pages_test_end();
-		skip();
-	}
+	own_pages_test_begin(0);
 	assert_int_equal(hz_recycle_alloc(len, 0, false, (void **)&p), 0);
 	memset(p + len - tail, 5, tail);
 	assert_true(wait_advised(advised, len - tail - 2 * MiB));
@@ -711,10 +702,7 @@ static void own_huge_pages_found_slow_take_the_advice_back(void **state)
 	char *p;
 
 	(void)state;
-	if (!own_pages_test_begin(10 * (uint64_t)1000000000)) {
-		own_pages_test_end();
-		skip();
-	}
+	own_pages_test_begin(10 * (uint64_t)1000000000);
 	before = hz_stats.promote_collapsed_bytes;
 	assert_int_equal(hz_recycle_alloc(len, 0, false, (void **)&p), 0);
 	memset(p, 6, head);

@@ -287,6 +287,10 @@ static void advise(uintptr_t brk)
 		ret = hz_prim_madvise((void *)advise_from, window - advise_from, MADV_NOHUGEPAGE);
 	if (ret == 0 || ret == -ENOMEM)
 		ret = hz_prim_madvise((void *)window, end - window, MADV_HUGEPAGE);
+	/* The window's newest 2 MiB, which the top chunk hands out after what
+	 * lies below it: timed (backing.h) unless the program got there. */
+	if (ret == 0)
+		(void)hz_backing_time_fresh_page(end - HZ_SZ_2M);
 	if (ret != 0 && ret != -ENOMEM) {
 		hz_debug("glibc's heap: madvise refused (error %d); no more advice", -ret);
 		stop();
