@@ -211,8 +211,9 @@ static int map_hugetlb(enum hz_backing b, uintptr_t start, size_t len)
  * window of pieces, of an mmap or of a block given THP at map time on its
  * class's evidence, faulted as the program would fault it first, the
  * newest 2 MiB of glibc's heap advised (preload/heap.c), and the pages just
- * ahead of a writer whose block's rest was advised (promote_first.c). One slower than 4 KiB pages makes the verdict slow
- * for the rest of the process (hz_backing_time_fresh_page). */
+ * ahead of a writer whose block's rest was advised (promote_first.c).
+ * One slower than 4 KiB pages makes the verdict slow for the rest of the
+ * process (hz_backing_time_fresh_page). */
 
 /* 64 faults: about 1 ms here, and the trap's cost is steady. */
 #define SMALL_SAMPLE (64 * HZ_SZ_4K)
