@@ -44,11 +44,12 @@ bool hz_backing_fresh_thp_fast(size_t len);
  * THP, untouched and about to be written, and time it on the calling
  * thread's CPU clock: one of the library's fresh huge pages each time some
  * are advised (a window of pieces, an mmap or a block of a class used
- * densely, the rest of a block written densely, glibc's heap: backing.c). Returns 1 when
- * it faulted at least as fast as 4 KiB pages, 0 when slower, and then
- * hz_backing_fresh_thp_fast is false from now on in this process; -1 when
- * nothing was timed (HUGEZERO_THP_CHECK=0, HUGEZERO_POPULATE=1, part of
- * the page resident already, or the fault failed). */
+ * densely, the rest of a block written densely, glibc's heap: backing.c).
+ * Returns 1 when it faulted at least as fast as 4 KiB pages, 0 when
+ * slower, and then hz_backing_fresh_thp_fast is false from now on in this
+ * process; -1 when nothing was timed (HUGEZERO_THP_CHECK=0,
+ * HUGEZERO_POPULATE=1, part of the page resident already, or the fault
+ * failed). */
 int hz_backing_time_fresh_page(uintptr_t page);
 
 #ifdef HZ_TEST_CORE

@@ -129,12 +129,12 @@ static uintptr_t new_window(unsigned s, size_t len)
 				MAP_PRIVATE | MAP_ANONYMOUS, HZ_TRIM_OR_FAIL, &mem) != 0)
 		return 0;
 	hz_prim_madvise(mem, HZ_SZ_2M, MADV_HUGEPAGE);
-	/* The first touch faults it whole: now, timed (backing.h). */
-	(void)hz_backing_time_fresh_page((uintptr_t)mem);
 	w = ((uintptr_t)mem + len) | (HZ_SZ_2M / len - 1);
 	if (!__atomic_compare_exchange_n(&rest[s], &expected, w, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_RELAXED))
 		hz_prim_munmap((char *)mem + len, HZ_SZ_2M - len);
+	else /* kept whole: its first touch faults it whole, now, timed (backing.h) */
+		(void)hz_backing_time_fresh_page((uintptr_t)mem);
 	return (uintptr_t)mem;
 }
 
