@@ -63,7 +63,7 @@ enum hz_front hz_promote_front_judge(const uint16_t *resident, size_t n, size_t 
 			continue;
 		touched = true;
 		last = i;
-		if (HZ_SZ_2M / HZ_SZ_4K - resident[i] <= HZ_SPARSE_PAGES)
+		if (hz_promote_page_whole(resident[i]))
 			whole++;
 		else
 			partial++;

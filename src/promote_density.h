@@ -23,6 +23,13 @@
  * stack. */
 #define HZ_PROMOTE_DENSE_MAX 4096
 
+/* Whether a 2 MiB page holding resident 4 KiB pages is whole: at most
+ * HZ_SPARSE_PAGES of them missing. */
+static inline bool hz_promote_page_whole(uint16_t resident)
+{
+	return HZ_SZ_2M / HZ_SZ_4K - resident <= HZ_SPARSE_PAGES;
+}
+
 /* Whether every 2 MiB page of [start, start + n 2 MiB pages) is dense,
  * n at most HZ_PROMOTE_DENSE_MAX, start 2 MiB aligned. Returns 0, or
  * -ENOMEM for a hole (the range is not all mapped: *yes is false). */

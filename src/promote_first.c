@@ -105,12 +105,6 @@ static bool advise_untouched(struct hz_promote_slot *s, size_t first, size_t fro
  * a program's mapping may be registered with userfaultfd, whose handler
  * a fault there would wait for. */
 
-/* Whether s's 2 MiB page i is whole (HZ_SPARSE_PAGES missing at most). */
-static bool whole(const uint16_t *resident, size_t i)
-{
-	return HZ_SZ_2M / HZ_SZ_4K - resident[i] <= HZ_SPARSE_PAGES;
-}
-
 /* Page i moved k pages the way s's writer goes, or n when that leaves
  * [0, n). */
 static size_t onward(const struct hz_promote_slot *s, size_t i, size_t k, size_t n)
@@ -120,14 +114,14 @@ static size_t onward(const struct hz_promote_slot *s, size_t i, size_t k, size_t
 	return i + k < n ? i + k : n;
 }
 
-/* Fault s's 2 MiB page i ahead of the writer and time it (above), of n
- * counted in resident. Returns whether to go on: false when no page is
- * left to time (i is n), it could not be faulted, or it was slow. */
-static bool time_ahead(struct hz_promote_slot *s, const uint16_t *resident, size_t n, size_t i)
+/* Fault s's 2 MiB page i of n ahead of the writer and time it (above).
+ * Returns whether to go on: false when no page is left to time (i is n),
+ * it was touched already or could not be faulted, or it was slow. */
+static bool time_ahead(struct hz_promote_slot *s, size_t n, size_t i)
 {
 	int fast;
 
-	if (i >= n || resident[i] != 0)
+	if (i >= n)
 		return false;
 	fast = hz_backing_time_fresh_page(s->start + i * HZ_SZ_2M);
 	if (fast < 0)
@@ -146,11 +140,10 @@ static bool time_ahead(struct hz_promote_slot *s, const uint16_t *resident, size
 /* A block just advised, whose pages first to frontier were touched: the
  * page after the writer's next is timed, above the frontier, or below the
  * first page for a writer going down (nothing left above it). */
-static bool start_timing(struct hz_promote_slot *s, const uint16_t *resident, size_t n,
-			 size_t first, size_t frontier)
+static bool start_timing(struct hz_promote_slot *s, size_t n, size_t first, size_t frontier)
 {
 	s->ahead_down = frontier + 1 >= n && first >= 2;
-	return time_ahead(s, resident, n, s->ahead_down ? first - 2 : frontier + 1);
+	return time_ahead(s, n, s->ahead_down ? first - 2 : frontier + 1);
 }
 
 /* An advised block being timed: once the writer has filled the page
@@ -167,9 +160,9 @@ static bool follow_writer(struct hz_promote_slot *s, const uint16_t *resident, s
 	 * from its other end (sort's line table). */
 	while ((next = onward(s, edge, 1, n)) < n && resident[next] != 0)
 		edge = next;
-	if (edge == ahead && !whole(resident, behind))
+	if (edge == ahead && !hz_promote_page_whole(resident[behind]))
 		return true; /* the writer has not reached it */
-	return time_ahead(s, resident, n, onward(s, edge, 2, n));
+	return time_ahead(s, n, onward(s, edge, 2, n));
 }
 
 /* Collapse s's 2 MiB pages from its start while what they add to the RSS
@@ -281,7 +274,7 @@ static void look_at_first_touches(struct hz_promote_slot *s, struct hz_promote_b
 	while (first < n && resident[first] == 0)
 		first++;
 	if (advise_untouched(s, first, frontier < n ? frontier : s->len / HZ_SZ_2M) &&
-	    s->kind == HZ_PROMOTE_BLOCK && start_timing(s, resident, n, first, frontier))
+	    s->kind == HZ_PROMOTE_BLOCK && start_timing(s, n, first, frontier))
 		__atomic_store_n(&s->first_touch, true, __ATOMIC_RELAXED);
 }
 
