@@ -96,14 +96,13 @@ static bool advise_untouched(struct hz_promote_slot *s, size_t first, size_t fro
  * next one itself (MADV_POPULATE_WRITE), timed on its own CPU clock, and
  * again once the writer has filled the page behind the one faulted, or
  * passed it, going up or down: one page faulted ahead of the writer at a
- * time, which the writer, judged dense, was about to fault. The first page slower
- * than 4 KiB pages takes the advice back (MADV_NOHUGEPAGE: the pages made
- * huge stay so, the rest fault 4 KiB pages, collapsed later as any lazy
- * block's are: promote.c) and
- * makes fresh memory 4 KiB pages for the rest of the process
- * (hz_backing_time_fresh_page). For the watch's second only; blocks only:
- * a program's mapping may be registered with userfaultfd, whose handler
- * a fault there would wait for. */
+ * time, which the writer, judged dense, was about to fault. The first
+ * page slower than 4 KiB pages takes the advice back (MADV_NOHUGEPAGE: the
+ * pages made huge stay so, the rest fault 4 KiB pages, collapsed later as
+ * any lazy block's are: promote.c) and makes fresh memory 4 KiB pages for
+ * the rest of the process (hz_backing_time_fresh_page). For the watch's
+ * second only; blocks only: a program's mapping may be registered with
+ * userfaultfd, whose handler a fault there would wait for. */
 
 /* Page i moved k pages the way s's writer goes, or n when that leaves
  * [0, n). */
