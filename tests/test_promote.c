@@ -290,7 +290,6 @@ static void first_touches_test_begin(void)
 	hz_classes_test_reset();
 }
 
-
 /* A fresh block whose first 4 MiB are written densely gets THP advice on
  * the rest before the program gets there: its later writes fault huge
  * pages. */
@@ -641,11 +640,9 @@ static bool resident(const void *p, size_t len)
  * ns_more slower, and a fresh block next. */
 static void own_pages_test_begin(uint64_t ns_more)
 {
-	need_promotion();
+	first_touches_test_begin();
 	setenv("HUGEZERO_THP_CHECK", "1", 1);
 	hz_options_reload();
-	hz_recycle_drain();
-	hz_classes_test_reset();
 	hz_backing_test_own_pages(true, ns_more);
 }
 
