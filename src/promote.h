@@ -7,7 +7,8 @@
  * (MADV_COLLAPSE), a bounded amount per tick and a share of the program's CPU
  * time (HUGEZERO_COLLAPSE_CPU), backing off when collapses
  * fail or are slow. A sparse table keeps glibc's RSS; a dense one gets the
- * TLB reach of THP once it is dense. promote.c says how. */
+ * TLB reach of THP once it is dense. promote.c and promote_collapse.c say
+ * how. */
 #ifndef HZ_PROMOTE_H
 #define HZ_PROMOTE_H
 
@@ -63,7 +64,7 @@ uint64_t hz_promote_tick(uint64_t now);
 /* Tests: the next tick is due at once, with the backoff reset. */
 void hz_promote_test_kick(void);
 /* Tests: the first touches of ranges tracked from now on are watched this
- * long (promote.c's FIRST_TOUCH_NS otherwise), so that a busy machine's
+ * long (promote_first.c's FIRST_TOUCH_NS otherwise), so that a busy machine's
  * wait for the idle-priority thread does not end the watch. */
 void hz_promote_test_first_touch_ns(uint64_t ns);
 /* Tests: whether the range watched from start was seen written in strides

@@ -1,5 +1,5 @@
 /* Which 2 MiB pages of a range are dense enough to collapse: the
- * promoter's (promote.c) one question to the page tables.
+ * promoter's (promote_collapse.c) one question to the page tables.
  *
  * A 2 MiB page is dense when at most HZ_SPARSE_PAGES (sizes.h) of its 512
  * 4 KiB pages are not resident (mincore, or PAGEMAP_SCAN: prim/memory.h),

@@ -99,7 +99,7 @@ static bool advise_untouched(struct hz_promote_slot *s, size_t first, size_t fro
  * time, which the writer, judged dense, was about to fault. The first
  * page slower than 4 KiB pages takes the advice back (MADV_NOHUGEPAGE: the
  * pages made huge stay so, the rest fault 4 KiB pages, collapsed later as
- * any lazy block's are: promote.c) and makes fresh memory 4 KiB pages for
+ * any lazy block's are: promote_collapse.c) and makes fresh memory 4 KiB pages for
  * the rest of the process (hz_backing_time_fresh_page). For the watch's
  * second only; blocks only: a program's mapping may be registered with
  * userfaultfd, whose handler a fault there would wait for. */

@@ -1,7 +1,7 @@
-/* What promote.c (the table of tracked ranges and the collapse) shares
- * with promote_first.c (the first touches): the slots and the visit that
- * holds one busy. Internal to the promoter; the rest of the library uses
- * promote.h. */
+/* What promote.c (the table of tracked ranges) shares with
+ * promote_first.c (the first touches) and promote_collapse.c (the
+ * collapse): the slots and the visit that holds one busy. Internal to the
+ * promoter; the rest of the library uses promote.h. */
 #ifndef HZ_PROMOTE_IMPL_H
 #define HZ_PROMOTE_IMPL_H
 
@@ -68,6 +68,15 @@ void hz_promote_visit(struct hz_promote_slot *s, hz_promote_work_fn *work,
 
 /* Whether s, a block range, is still a block of ours as tracked. */
 bool hz_promote_block_still_ours(const struct hz_promote_slot *s);
+
+/* ---- the collapse (promote_collapse.c) ---- */
+
+/* Collapse what is dense, within a tick's budget, when a tick is due.
+ * Returns the ns until the next one is due. */
+uint64_t hz_promote_collapse_pass(uint64_t now);
+
+/* A range was tracked: the next pass is due at once. */
+void hz_promote_collapse_soon(void);
 
 /* ---- the first touches (promote_first.c) ---- */
 
