@@ -5,12 +5,16 @@
  * is all zeros, so every pointer still goes to the next free. Comparing
  * the two against glibc and the preload on bench/alloc.c's tcache-hot
  * churn shows what forwarding costs and what checking a free costs
- * (bench/RESULTS.md, "The shim's small path"). With -DBRK_CHECK its malloc
+ * (bench/RESULTS.md, "The shim's small path"). With -DALIGNED_FREE its
+ * free first tests the pointer's alignment: a block starts on a 2 MiB
+ * boundary, so only such pointers (and the bootstrap range's) would need
+ * the table. With -DBRK_CHECK its malloc
  * first compares glibc's program break with the one it saw last, as a
  * preload that follows glibc's heap would.
  *
  *   cc -O2 -fPIC -shared -fno-plt -o forwarder.so bench/forwarder.c
  *   cc -O2 -fPIC -shared -fno-plt -DCHECKED_FREE -o forwarder-checked.so bench/forwarder.c
+ *   cc -O2 -fPIC -shared -fno-plt -DALIGNED_FREE -o forwarder-aligned.so bench/forwarder.c
  *   cc -O2 -fPIC -shared -fno-plt -DBRK_CHECK -o forwarder-brk.so bench/forwarder.c
  *   LD_PRELOAD=./forwarder.so alloc small-churn 50000000 16 1K
  *
@@ -62,7 +66,7 @@ void *malloc(size_t size)
 }
 #endif
 
-#ifdef CHECKED_FREE
+#if defined(CHECKED_FREE) || defined(ALIGNED_FREE)
 #define GIB_SHIFT 30
 #define GIBS ((uintptr_t)1 << (47 - GIB_SHIFT))
 
@@ -88,6 +92,27 @@ __attribute__((noinline, cold)) static void checked_slow(void *p)
 	next_free(p);
 }
 
+#ifdef ALIGNED_FREE
+/* A block starts on a 2 MiB boundary: any other pointer is the next
+ * allocator's, unless it lies in the bootstrap range. */
+void free(void *p)
+{
+	uintptr_t a = (uintptr_t)p, g = a >> GIB_SHIFT;
+
+	size_t boot_len = __atomic_load_n(&fast.boot_len, __ATOMIC_ACQUIRE);
+
+	if (__builtin_expect((a & ((2u << 20) - 1)) != 0, 1) &&
+	    __builtin_expect(a - fast.boot_start >= boot_len, 1)) {
+		next_free(p);
+		return;
+	}
+	if (g >= GIBS || __atomic_load_n(&fast.owned[g], __ATOMIC_RELAXED) == 0) {
+		next_free(p);
+		return;
+	}
+	checked_slow(p);
+}
+#else
 void free(void *p)
 {
 	uintptr_t a = (uintptr_t)p, g = a >> GIB_SHIFT;
@@ -100,6 +125,7 @@ void free(void *p)
 	}
 	checked_slow(p);
 }
+#endif
 #else
 void free(void *p)
 {
