@@ -48,8 +48,8 @@ bool hz_backing_fresh_thp_fast(size_t len);
  * Returns 1 when it faulted at least as fast as 4 KiB pages, 0 when
  * slower, and then hz_backing_fresh_thp_fast is false from now on in this
  * process; -1 when nothing was timed (HUGEZERO_THP_CHECK=0,
- * HUGEZERO_POPULATE=1, part of the page resident already, or the fault
- * failed). */
+ * HUGEZERO_POPULATE=1, part of the page resident already, the page
+ * faulted in by the program meanwhile, or the fault failed). */
 int hz_backing_time_fresh_page(uintptr_t page);
 
 #ifdef HZ_TEST_CORE

@@ -25,7 +25,8 @@ void hz_blocks_mark_foreign(uintptr_t start, size_t len)
 		struct hz_block_region *r = hz_blocks_region_of(a);
 
 		if (!r) {
-			uintptr_t next = hz_align_down(a, (uintptr_t)1 << HZ_REGION_SHIFT) + ((uintptr_t)1 << HZ_REGION_SHIFT);
+			uintptr_t gib = (uintptr_t)1 << HZ_REGION_SHIFT;
+			uintptr_t next = hz_align_down(a, gib) + gib;
 
 			if (next <= a)
 				break;

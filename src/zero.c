@@ -191,9 +191,10 @@ static bool drop_run(struct walk *w, struct hz_range run)
 
 /* A sparse range's resident runs shorter than this are cleared, not
  * dropped. Measured on the 8 MiB-L3 AMD EPYC VM (bench/RESULTS.md, "Sparse
- * blocks: short runs are cleared, not dropped"), per run of 4, 16, 64 and 256 KiB: MADV_DONTNEED took 1.6,
- * 2.9, 6.5 and 18 us, the program's write after it (faults) 2.3, 6.8, 24
- * and 95 us, a clear with cached stores 0.14, 0.46, 1.8 and 7.2 us. A
+ * blocks: short runs are cleared, not dropped"), per run of 4, 16, 64 and
+ * 256 KiB: MADV_DONTNEED took 1.6, 2.9, 6.5 and 18 us, the program's write
+ * after it (faults) 2.3, 6.8, 24 and 95 us, a clear with cached stores
+ * 0.14, 0.46, 1.8 and 7.2 us. A
  * 64 MiB calloc + write-first-byte + free cycle took 0.68x the time.
  * Longer runs may be 2 MiB pages, whose drop is one page-table entry and
  * whose clear is 2 MiB of stores: they are still dropped. */

@@ -504,6 +504,51 @@ static void the_thread_left_knows_the_main_threads_status(void **state)
 	assert_int_equal(verdict, 1); /* 0: the wrong status; 2: never alone */
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+#define FAULT_PAGES 16
+
+static void *write_pages(void *arg)
+{
+	for (size_t i = 0; i < FAULT_PAGES; i++)
+		((volatile char *)arg)[i * 4096] = 1;
+	return NULL;
+}
+
+/* The count the fresh-page timing reads (backing.c): a populate counts its
+ * own faults on the calling thread, and none where another thread faulted
+ * the pages first. */
+static void thread_minor_faults_count_a_populate_and_not_another_threads_writes(void **state)
+{
+	size_t len = 2 * FAULT_PAGES * 4096;
+	char *mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t before, after;
+	pthread_t t;
+
+	(void)state;
+	assert_true(mem != MAP_FAILED);
+	(void)madvise(mem, len, MADV_NOHUGEPAGE); /* 4 KiB faults, one per page */
+	before = hz_prim_thread_minor_faults();
+	assert_true(before != UINT64_MAX);
+	if (madvise(mem, FAULT_PAGES * 4096, MADV_POPULATE_WRITE) != 0) {
+		assert_int_equal(errno, EINVAL);
+		munmap(mem, len);
+		print_message("[  SKIP    ] no MADV_POPULATE_WRITE (Linux before 5.14)\n");
+		skip();
+	}
+	after = hz_prim_thread_minor_faults();
+	assert_true(after >= before + FAULT_PAGES);
+	assert_int_equal(pthread_create(&t, NULL, write_pages, mem + FAULT_PAGES * 4096), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	before = hz_prim_thread_minor_faults();
+	assert_int_equal(madvise(mem + FAULT_PAGES * 4096, FAULT_PAGES * 4096, MADV_POPULATE_WRITE),
+			 0);
+	assert_int_equal(hz_prim_thread_minor_faults(), before);
+	munmap(mem, len);
+}
+
 /* What only the pre-zero thread does: it lowers its priority, takes a file
  * table of its own and confines itself for good, so on a thread of its
  * own here. */
@@ -597,6 +642,7 @@ int main(void)
 		cmocka_unit_test(reset_reservation_drops_what_the_program_did),
 		cmocka_unit_test(prim_reaches_the_kernel_without_the_syscall_symbol),
 		cmocka_unit_test(the_thread_left_knows_the_main_threads_status),
+		cmocka_unit_test(thread_minor_faults_count_a_populate_and_not_another_threads_writes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

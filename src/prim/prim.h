@@ -99,6 +99,12 @@ uint64_t hz_prim_thread_cpu_ns(void);
  * unreadable): what the promoter's share is measured against. */
 uint64_t hz_prim_process_cpu_ns(void);
 
+/* Minor faults the calling thread has taken so far (UINT64_MAX when
+ * unreadable). MADV_POPULATE_WRITE counts the faults it makes there (a
+ * huge page's as one), so a populate that faulted nothing shows: the
+ * range was faulted in already, by another thread meanwhile. */
+uint64_t hz_prim_thread_minor_faults(void);
+
 /* Sleep about ns nanoseconds (less if a signal arrives). Never a
  * cancellation point. */
 void hz_prim_sleep_ns(uint64_t ns);

@@ -9,6 +9,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -181,4 +182,14 @@ uint64_t hz_prim_thread_cpu_ns(void)
 uint64_t hz_prim_process_cpu_ns(void)
 {
 	return cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+}
+
+uint64_t hz_prim_thread_minor_faults(void)
+{
+	struct rusage ru;
+
+	/* No symbol of ours either: getrusage is never interposed. */
+	if (getrusage(RUSAGE_THREAD, &ru) != 0 || ru.ru_minflt < 0)
+		return UINT64_MAX;
+	return (uint64_t)ru.ru_minflt;
 }
