@@ -46,7 +46,7 @@
 /* Each outcome: 0, or the errno the call failed with. */
 struct outcome {
 	unsigned done;
-	int read_proc, read_sys, map, advise, scan, get_limit, get_thp;
+	int read_proc, read_sys, map, advise, scan, get_limit, get_thp, faults;
 	int read_etc, create_tmp, socket, signal, exec, trace, set_limit, rename;
 	unsigned long long cap_eff;
 	int no_new_privs, seccomp_mode;
@@ -111,6 +111,7 @@ static void *confined(void *arg)
 	}
 	o->get_limit = result(getrlimit(RLIMIT_AS, &lim));
 	o->get_thp = result(prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0));
+	o->faults = hz_prim_thread_minor_faults() == UINT64_MAX;
 	o->cap_eff = own_status("CapEff:", 16);
 	o->no_new_privs = (int)own_status("NoNewPrivs:", 10);
 	o->seccomp_mode = (int)own_status("Seccomp:", 10);
@@ -179,6 +180,7 @@ static void confined_thread_keeps_its_own_work(void **state)
 	assert_true(o.scan == 0 || o.scan == ENOTTY || o.scan == ENOENT || o.scan == EINVAL);
 	assert_int_equal(o.get_limit, 0);
 	assert_int_equal(o.get_thp, 0);
+	assert_int_equal(o.faults, 0); /* its count of faults (getrusage) reads */
 }
 
 static void seccomp_refuses_what_the_thread_never_does(void **state)

@@ -227,7 +227,7 @@ static const long allowed[] = {
 	SYS_geteuid, SYS_getgid, SYS_getegid, SYS_sysinfo, SYS_uname, SYS_exit, SYS_exit_group,
 	SYS_rt_sigprocmask, SYS_rt_sigreturn, SYS_restart_syscall, SYS_sigaltstack, SYS_setuid,
 	SYS_setgid, SYS_setreuid, SYS_setregid, SYS_setresuid, SYS_setresgid, SYS_setgroups,
-	SYS_setfsuid, SYS_setfsgid,
+	SYS_setfsuid, SYS_setfsgid, SYS_getrusage,
 	451 /* cachestat, Linux 6.5 */,
 #ifdef SYS_newfstatat
 	SYS_newfstatat,
