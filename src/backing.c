@@ -359,20 +359,22 @@ static bool faulted_nothing(uint64_t faults_before)
 	return faults_before != UINT64_MAX && hz_prim_thread_minor_faults() == faults_before;
 }
 
-int hz_backing_time_fresh_page(uintptr_t page)
+enum hz_fresh_page hz_backing_time_fresh_page(uintptr_t page)
 {
 	uint64_t ns, faults;
 
-	if (!checked() || !untouched(page))
-		return -1;
+	if (!checked())
+		return HZ_FRESH_PAGE_UNTIMED;
+	if (!untouched(page))
+		return HZ_FRESH_PAGE_TAKEN;
 	faults = hz_prim_thread_minor_faults();
 	ns = hz_prim_thread_cpu_ns();
 	if (hz_prim_madvise((void *)page, HZ_SZ_2M, MADV_POPULATE_WRITE) != 0)
-		return -1;
+		return HZ_FRESH_PAGE_UNTIMED;
 	ns = hz_prim_thread_cpu_ns() - ns;
 	if (faulted_nothing(faults))
-		return -1;
-	return own_page_fast(ns + fresh_page_extra_ns);
+		return HZ_FRESH_PAGE_TAKEN;
+	return own_page_fast(ns + fresh_page_extra_ns) ? HZ_FRESH_PAGE_FAST : HZ_FRESH_PAGE_SLOW;
 }
 
 #ifdef HZ_TEST_CORE
