@@ -359,22 +359,20 @@ static bool faulted_nothing(uint64_t faults_before)
 	return faults_before != UINT64_MAX && hz_prim_thread_minor_faults() == faults_before;
 }
 
-enum hz_fresh_page hz_backing_time_fresh_page(uintptr_t page)
+int hz_backing_time_fresh_page(uintptr_t page)
 {
 	uint64_t ns, faults;
 
-	if (!checked())
-		return HZ_FRESH_PAGE_UNTIMED;
-	if (!untouched(page))
-		return HZ_FRESH_PAGE_TAKEN;
+	if (!checked() || !untouched(page))
+		return -1;
 	faults = hz_prim_thread_minor_faults();
 	ns = hz_prim_thread_cpu_ns();
 	if (hz_prim_madvise((void *)page, HZ_SZ_2M, MADV_POPULATE_WRITE) != 0)
-		return HZ_FRESH_PAGE_UNTIMED;
+		return -1;
 	ns = hz_prim_thread_cpu_ns() - ns;
 	if (faulted_nothing(faults))
-		return HZ_FRESH_PAGE_TAKEN;
-	return own_page_fast(ns + fresh_page_extra_ns) ? HZ_FRESH_PAGE_FAST : HZ_FRESH_PAGE_SLOW;
+		return -1;
+	return own_page_fast(ns + fresh_page_extra_ns);
 }
 
 #ifdef HZ_TEST_CORE

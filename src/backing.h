@@ -40,23 +40,17 @@ bool hz_backing_thp_allowed(void);
  * memory pays only then. */
 bool hz_backing_fresh_thp_fast(size_t len);
 
-/* What hz_backing_time_fresh_page saw. */
-enum hz_fresh_page {
-	HZ_FRESH_PAGE_SLOW,    /* slower than 4 KiB pages: fresh THP is slow from now on */
-	HZ_FRESH_PAGE_FAST,    /* at least as fast as 4 KiB pages */
-	HZ_FRESH_PAGE_UNTIMED, /* HUGEZERO_THP_CHECK=0, HUGEZERO_POPULATE=1, or the fault failed */
-	HZ_FRESH_PAGE_TAKEN,   /* the program got there first: part of the page was
-				* resident, or it faulted the page meanwhile */
-};
-
 /* Fault the program's 2 MiB page at page (2 MiB aligned), just advised
  * THP, untouched and about to be written, and time it on the calling
  * thread's CPU clock: one of the library's fresh huge pages each time some
  * are advised (a window of pieces, an mmap or a block of a class used
  * densely, the rest of a block written densely, glibc's heap: backing.c).
- * Only a SLOW verdict changes anything: hz_backing_fresh_thp_fast is then
- * false from now on in this process. */
-enum hz_fresh_page hz_backing_time_fresh_page(uintptr_t page);
+ * Returns 1 when it faulted at least as fast as 4 KiB pages, 0 when
+ * slower, and then hz_backing_fresh_thp_fast is false from now on in this
+ * process; -1 when nothing was timed (HUGEZERO_THP_CHECK=0,
+ * HUGEZERO_POPULATE=1, part of the page resident already, the page
+ * faulted in by the program meanwhile, or the fault failed). */
+int hz_backing_time_fresh_page(uintptr_t page);
 
 #ifdef HZ_TEST_CORE
 /* Tests: no page of the program's own seen slow yet, each one timed from

@@ -115,23 +115,18 @@ static size_t onward(const struct hz_promote_slot *s, size_t i, size_t k, size_t
 
 /* Fault s's 2 MiB page i of n ahead of the writer and time it (above).
  * Returns whether to go on: false when no page is left to time (i is n),
- * nothing could be timed, or the page was slow. A page the writer reached
- * first is where it is now: the next look aims past it. Before, following
- * ended there, and a writer faster than the thread's looks (pages the
- * host still backed, at 6-8 GB/s) was timed no more once it reached
- * pages the host had to back again: zstd's 640 MiB window took 1.5 s of
- * system time against glibc's 0.3 in half of its runs on the Xeon AMX VM. */
+ * it was touched already or could not be faulted, or it was slow. */
 static bool time_ahead(struct hz_promote_slot *s, size_t n, size_t i)
 {
-	enum hz_fresh_page seen;
+	int fast;
 
 	if (i >= n)
 		return false;
-	seen = hz_backing_time_fresh_page(s->start + i * HZ_SZ_2M);
-	if (seen == HZ_FRESH_PAGE_UNTIMED)
+	fast = hz_backing_time_fresh_page(s->start + i * HZ_SZ_2M);
+	if (fast < 0)
 		return false;
 	s->ahead = (uint32_t)i + 1;
-	if (seen != HZ_FRESH_PAGE_SLOW)
+	if (fast)
 		return true;
 	hz_prim_madvise((void *)s->start, s->len, MADV_NOHUGEPAGE);
 	s->taken_back = true;

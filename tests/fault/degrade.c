@@ -291,14 +291,14 @@ static int own_page_child(void *arg)
 	page = (raw + 2 * MiB - 1) & ~(uintptr_t)(2 * MiB - 1);
 	((volatile char *)page)[2 * MiB + 8192] = 1; /* before the advice: 4 KiB */
 	CHECK(madvise((void *)page, 4 * MiB, MADV_HUGEPAGE) == 0);
-	CHECK(hz_backing_time_fresh_page(page + 2 * MiB) == HZ_FRESH_PAGE_TAKEN);
+	CHECK(hz_backing_time_fresh_page(page + 2 * MiB) == -1);
 	CHECK(resident((void *)(page + 2 * MiB), 2 * MiB) == PAGE);
 	slot = arm(HZ_CALL_MADVISE, 1, EINVAL, false, true, MADV_POPULATE_WRITE);
 	CHECK(slot >= 0);
-	CHECK(hz_backing_time_fresh_page(page) == HZ_FRESH_PAGE_UNTIMED);
+	CHECK(hz_backing_time_fresh_page(page) == -1);
 	CHECK(resident((void *)page, 2 * MiB) == 0);
 	hz_backing_test_own_pages(false, 10 * (uint64_t)1000000000);
-	CHECK(hz_backing_time_fresh_page(page) == HZ_FRESH_PAGE_SLOW);
+	CHECK(hz_backing_time_fresh_page(page) == 0);
 	CHECK(resident((void *)page, 2 * MiB) == 2 * MiB && *(char *)page == 0);
 	slot = arm(HZ_CALL_MADVISE, ~0UL, EINVAL, false, true, MADV_POPULATE_WRITE);
 	CHECK(slot >= 0);
