@@ -89,7 +89,7 @@ static bool advise_untouched(struct hz_promote_slot *s, size_t first, size_t fro
  * The advice above trusted a scratch page's speed, and the guest hands
  * out a program's first huge pages as it does a scratch page, from those
  * freed last, still backed by the host, and the rest maybe not
- * (backing.c): on the Xeon AMX VM sort's 1 GiB buffer, advised, faulted its
+ * (backing_fresh.c): on the Xeon AMX VM sort's 1 GiB buffer, advised, faulted its
  * first few huge pages at 4-8 GB/s and the rest at 0.35, where 4 KiB pages
  * fault at 2-3, and sort spent 2.1 s in the kernel against glibc's 0.45.
  * So in an advised block the thread faults the page after the writer's
