@@ -36,8 +36,8 @@ bool hz_backing_thp_allowed(void);
 /* Whether a fresh huge page faults at least as fast as 4 KiB pages here,
  * for len bytes of fresh memory about to be advised (or collapsed):
  * measured on a scratch page, again once HZ_GUESS_MAX bytes were decided
- * on since (backing_fresh.c); true with HUGEZERO_THP_CHECK=0. Advice on fresh
- * memory pays only then. */
+ * on since (backing_fresh.c); true with HUGEZERO_THP_CHECK=0. Advice on
+ * fresh memory pays only then. */
 bool hz_backing_fresh_thp_fast(size_t len);
 
 /* Fault the program's 2 MiB page at page (2 MiB aligned), just advised
@@ -45,10 +45,9 @@ bool hz_backing_fresh_thp_fast(size_t len);
  * thread's CPU clock: one of the library's fresh huge pages each time some
  * are advised (a window of pieces, an mmap or a block of a class used
  * densely, the rest of a block written densely, glibc's heap:
- * backing_fresh.c).
- * Returns 1 when it faulted at least as fast as 4 KiB pages, 0 when
- * slower, and then hz_backing_fresh_thp_fast is false from now on in this
- * process; -1 when nothing was timed (HUGEZERO_THP_CHECK=0,
+ * backing_fresh.c). Returns 1 when it faulted at least as fast as 4 KiB
+ * pages, 0 when slower, and then hz_backing_fresh_thp_fast is false from
+ * now on in this process; -1 when nothing was timed (HUGEZERO_THP_CHECK=0,
  * HUGEZERO_POPULATE=1, part of the page resident already, the page
  * faulted in by the program meanwhile, or the fault failed). */
 int hz_backing_time_fresh_page(uintptr_t page);

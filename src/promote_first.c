@@ -89,9 +89,10 @@ static bool advise_untouched(struct hz_promote_slot *s, size_t first, size_t fro
  * The advice above trusted a scratch page's speed, and the guest hands
  * out a program's first huge pages as it does a scratch page, from those
  * freed last, still backed by the host, and the rest maybe not
- * (backing_fresh.c): on the Xeon AMX VM sort's 1 GiB buffer, advised, faulted its
- * first few huge pages at 4-8 GB/s and the rest at 0.35, where 4 KiB pages
- * fault at 2-3, and sort spent 2.1 s in the kernel against glibc's 0.45.
+ * (backing_fresh.c): on the Xeon AMX VM sort's 1 GiB buffer, advised,
+ * faulted its first few huge pages at 4-8 GB/s and the rest at 0.35, where
+ * 4 KiB pages fault at 2-3, and sort spent 2.1 s in the kernel against
+ * glibc's 0.45.
  * So in an advised block the thread faults the page after the writer's
  * next one itself (MADV_POPULATE_WRITE), timed on its own CPU clock, and
  * again once the writer has filled the page behind the one faulted, or
@@ -99,10 +100,10 @@ static bool advise_untouched(struct hz_promote_slot *s, size_t first, size_t fro
  * time, which the writer, judged dense, was about to fault. The first
  * page slower than 4 KiB pages takes the advice back (MADV_NOHUGEPAGE: the
  * pages made huge stay so, the rest fault 4 KiB pages, collapsed later as
- * any lazy block's are: promote_collapse.c) and makes fresh memory 4 KiB pages for
- * the rest of the process (hz_backing_time_fresh_page). For the watch's
- * second only; blocks only: a program's mapping may be registered with
- * userfaultfd, whose handler a fault there would wait for. */
+ * any lazy block's are: promote_collapse.c) and makes fresh memory 4 KiB
+ * pages for the rest of the process (hz_backing_time_fresh_page). For the
+ * watch's second only; blocks only: a program's mapping may be registered
+ * with userfaultfd, whose handler a fault there would wait for. */
 
 /* Page i moved k pages the way s's writer goes, or n when that leaves
  * [0, n). */

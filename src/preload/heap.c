@@ -243,9 +243,9 @@ static void activate(uintptr_t brk)
 		(size_t)(HEAP_FLOOR >> 20), (void *)advise_from);
 }
 
-/* Where fresh huge pages fault slower than 4 KiB pages (backing_fresh.c), the
- * heap's growth keeps glibc's pages; a later verdict may advise it. The
- * verdict is asked once for each growth past the highest end asked. */
+/* Where fresh huge pages fault slower than 4 KiB pages (backing_fresh.c),
+ * the heap's growth keeps glibc's pages; a later verdict may advise it.
+ * The verdict is asked once for each growth past the highest end asked. */
 static bool fresh_thp_fast(uintptr_t end)
 {
 	static uintptr_t asked_to;
